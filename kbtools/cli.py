@@ -1,0 +1,74 @@
+"""The command line: argument parsing and output only; the work is in the stages."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+from .diagnostics import Diagnostic, Severity
+from .model import Settings
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kb", description="Check and publish the LLM-inference cost knowledge base.")
+    parser.add_argument("--version", action="version", version=f"kb {__version__}")
+    parser.add_argument("--root", type=Path, help="repository root (default: nearest directory with records/ and schema/)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = sub.add_parser("check", help="validate records, resolve links, recompute derived figures")
+    check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                       help="report on these files only (the whole corpus is still resolved)")
+    check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
+    check.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    check.set_defaults(handler=run_check)
+    return parser
+
+
+def run_check(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline import check_corpus, select
+    from .report import FORMATTERS, summarize
+
+    corpus = check_corpus(settings)
+    diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
+    summary = summarize(diagnostics, len(corpus.records))
+    sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
+    failing = summary["errors"] or (args.strict and summary["warnings"])
+    return EXIT_ERRORS if failing else EXIT_OK
+
+
+def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:
+    out = []
+    for path in paths:
+        shown = path.as_posix()
+        if not path.exists():
+            out.append(Diagnostic.make("KB112", shown, 1, 1, "no such file"))
+        elif path.is_file() and path.suffix == ".md":
+            try:
+                path.resolve().relative_to(settings.records_path.resolve())
+            except ValueError:
+                out.append(Diagnostic.make("KB112", shown, 1, 1, "not a record: records live at records/<dir>/<id>.md"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    settings = Settings(root=args.root.resolve()) if args.root else Settings.discover()
+    if not settings.schema_path.is_dir():
+        print(f"kb: no schema/ directory at {settings.root} (run kb inside the knowledge-base repository or pass --root)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.handler(args, settings)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last line of defence: one diagnostic, never a traceback
+        diagnostic = Diagnostic.make("KB900", "kb", 1, 1, f"internal error: {type(exc).__name__}: {exc}")
+        print(f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {Severity.ERROR.value} KB900 {diagnostic.message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Stage 4: resolve every typed reference and [[wikilink]] into one link graph.
+
+Nodes are records (`dir/id`); each edge carries the field it comes from
+("sources", "hardware_parameters[].parameter", "body", ...) and the line it stands
+on, so backlinks can be grouped by field and every broken link reported in place.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import networkx as nx
+
+from .diagnostics import Diagnostic
+from .model import Corpus, FieldPath, Record
+from .registry import FieldPlan
+from .wikilinks import find_wikilinks, headings
+
+QUALIFIED = re.compile(r"^([a-z0-9][a-z0-9_-]*)/([a-z0-9]+(?:-[a-z0-9]+)*)$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A value in a record's frontmatter that names another record."""
+
+    path: FieldPath
+    value: str
+    types: tuple[str, ...]  # accepted target types; () = any
+
+    @property
+    def field(self) -> str:
+        """The field as shown to people: list indexes folded, e.g. hardware_parameters[].parameter."""
+        out = ""
+        for part in self.path:
+            out += "[]" if isinstance(part, int) else (("." if out else "") + part)
+        return out
+
+
+def walk_plan(plan: FieldPlan | None, value: Any, path: FieldPath = ()) -> Iterator[tuple[FieldPath, Any, FieldPlan]]:
+    """Every (path, value, plan) in a record's data, following the schema's shape."""
+    if plan is None:
+        return
+    yield path, value, plan
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk_plan(plan.child(key), item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from walk_plan(plan.items, item, path + (index,))
+
+
+def iter_references(record: Record, plan: FieldPlan, dirs: set[str]) -> Iterator[Reference]:
+    for path, value, node in walk_plan(plan, dict(record.data)):
+        if node.ref_types and isinstance(value, str):
+            yield Reference(path, value, node.ref_types)
+        elif node.inputs and isinstance(value, dict):
+            # Cost inputs: a string (or list of strings) 'dir/id' with a known dir is a reference.
+            for name, item in value.items():
+                items = item if isinstance(item, list) else [item]
+                for index, entry in enumerate(items):
+                    match = QUALIFIED.match(entry) if isinstance(entry, str) else None
+                    if match and match.group(1) in dirs:
+                        sub = path + (name, index) if isinstance(item, list) else path + (name,)
+                        yield Reference(sub, entry, ())
+
+
+class Index:
+    """Look-ups over the corpus by id and by dir/id."""
+
+    def __init__(self, corpus: Corpus):
+        self.by_key: dict[str, Record] = dict(corpus.records)
+        self.by_id: dict[str, list[Record]] = defaultdict(list)
+        for record in corpus.records.values():
+            self.by_id[record.id].append(record)
+
+    def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
+        """(the record, []) when found; (None, candidates) when a bare id is ambiguous or missing."""
+        if "/" in target:
+            return self.by_key.get(target), []
+        candidates = self.by_id.get(target, [])
+        if len(candidates) == 1:
+            return candidates[0], []
+        return None, candidates
+
+
+def resolve_links(corpus: Corpus) -> Corpus:
+    index = Index(corpus)
+    graph = nx.MultiDiGraph()
+    found: list[Diagnostic] = []
+    dirs = set(corpus.registry.dirs)
+    for record in corpus.records.values():
+        graph.add_node(record.key, type=record.type)
+
+    for record_id, records in index.by_id.items():
+        if len(records) > 1:
+            for record in records:
+                others = ", ".join(r.path for r in records if r is not record)
+                line, col = record.position(("id",))
+                found.append(Diagnostic.make("KB304", record.path, line, col,
+                                             f"id '{record_id}' is also used by {others}; ids must be unique across the repository"))
+
+    heading_cache: dict[str, set[str]] = {}
+    for record in corpus.records.values():
+        record_type = corpus.registry.types.get(record.type) if record.type else None
+        if record_type is not None:
+            for ref in iter_references(record, record_type.plan, dirs):
+                found.extend(_link_reference(record, ref, index, graph))
+        for link in find_wikilinks(record.body):
+            line = record.body_line + link.line
+            target, candidates = index.resolve(link.target)
+            if target is None:
+                if candidates:
+                    names = ", ".join(sorted(c.key for c in candidates))
+                    found.append(Diagnostic.make("KB303", record.path, line, link.column,
+                                                 f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"))
+                else:
+                    found.append(Diagnostic.make("KB302", record.path, line, link.column, f"dangling link {link.text}: no record '{link.target}'"))
+                continue
+            graph.add_edge(record.key, target.key, field="body", line=line)
+            if link.anchor:
+                if target.key not in heading_cache:
+                    heading_cache[target.key] = headings(target.body)
+                if link.anchor.lower() not in heading_cache[target.key]:
+                    found.append(Diagnostic.make("KB305", record.path, line, link.column,
+                                                 f"no heading '{link.anchor}' in {target.key}"))
+
+    for record in corpus.records.values():
+        incoming = [u for u, _ in graph.in_edges(record.key) if u != record.key]
+        if incoming:
+            continue
+        line, col = record.position(("id",))
+        if record.type == "source":
+            found.append(Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record"))
+        else:
+            found.append(Diagnostic.make("KB306", record.path, line, col, f"orphan: no record links to {record.key}",
+                                         hint="link it from a related record, or delete it"))
+    return corpus.with_diagnostics(found, graph=graph)
+
+
+def _link_reference(record: Record, ref: Reference, index: Index, graph: nx.MultiDiGraph) -> list[Diagnostic]:
+    line, col = record.position(ref.path)
+    target, candidates = index.resolve(ref.value)
+    if target is None:
+        if candidates:
+            typed = [c for c in candidates if c.type in ref.types]
+            if len(typed) == 1:
+                target = typed[0]
+            else:
+                names = ", ".join(sorted(c.key for c in candidates))
+                return [Diagnostic.make("KB303", record.path, line, col, f"{ref.field}: '{ref.value}' is ambiguous: {names}")]
+        else:
+            return [Diagnostic.make("KB300", record.path, line, col, f"{ref.field}: no record '{ref.value}'")]
+    graph.add_edge(record.key, target.key, field=ref.field, line=line)
+    if ref.types and target.type not in ref.types:
+        expected = " or ".join(ref.types)
+        return [Diagnostic.make("KB301", record.path, line, col,
+                                f"{ref.field}: '{ref.value}' is a {target.type}, expected {expected}")]
+    return []
+
+
+def backlinks(corpus: Corpus, key: str) -> dict[str, list[str]]:
+    """Records linking to `key`, grouped by the field the link stands in ('body' for wikilinks)."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    if corpus.graph is None or key not in corpus.graph:
+        return {}
+    for source, _, data in corpus.graph.in_edges(key, data=True):
+        if source != key and source not in grouped[data["field"]]:
+            grouped[data["field"]].append(source)
+    return {field: sorted(keys) for field, keys in sorted(grouped.items())}

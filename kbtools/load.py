@@ -1,0 +1,226 @@
+"""Stages 1-2, discover and load: record files -> Records with source positions.
+
+The frontmatter is split off by hand and composed with PyYAML's node API rather
+than loaded with python-frontmatter or yaml.safe_load: both drop positions, and
+safe_load silently keeps the last of two duplicate keys. Composing gives every
+key's line and column and lets us see duplicates.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .diagnostics import Diagnostic
+from .model import Corpus, FieldPath, Record, Settings
+from .registry import TypeRegistry
+
+ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+FENCE = re.compile(r"^---[ \t]*$")
+CLOSING_FENCE = re.compile(r"^(---|\.\.\.)[ \t]*$")
+MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurd frontmatter
+MAX_DEPTH = 100
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without the timestamp resolver: dates stay strings and are checked by the schema."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class LoadError(Exception):
+    def __init__(self, code: str, line: int, column: int, message: str):
+        super().__init__(message)
+        self.code, self.line, self.column, self.message = code, line, column, message
+
+
+def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[Path], list[Diagnostic]]:
+    """Every .md file under records/; a file outside a type's directory is KB110."""
+    root, records = settings.root, settings.records_path
+    files, diagnostics = [], []
+    if not records.is_dir():
+        return files, diagnostics
+    known = set(registry.dirs)
+    for path in sorted(records.rglob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        parts = path.relative_to(records).parts
+        if path.is_symlink():
+            target = path.resolve()
+            if not target.is_relative_to(records.resolve()):
+                diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "record is a symlink to a file outside records/; it is not read"))
+                continue
+        if len(parts) != 2 or parts[0] not in known:
+            where = "/".join(parts[:-1]) + "/" if len(parts) > 1 else "records/ itself"
+            diagnostics.append(Diagnostic.make("KB110", rel, 1, 1,
+                                               f"'{where}' is not a record directory (known: {', '.join(sorted(known))})",
+                                               hint="records live at records/<dir>/<id>.md; add schema/<type>.schema.json with x-kb-dir to add a type"))
+            continue
+        files.append(path)
+    return files, diagnostics
+
+
+def load_corpus(settings: Settings, registry: TypeRegistry) -> Corpus:
+    files, diagnostics = discover(settings, registry)
+    records: dict[str, Record] = {}
+    for path in files:
+        record, found = load_record(path, settings, registry)
+        diagnostics.extend(found)
+        if record is not None:
+            records[record.key] = record
+    return Corpus(settings=settings, registry=registry, records=records,
+                  diagnostics=tuple(registry.diagnostics) + tuple(diagnostics))
+
+
+def load_record(path: Path, settings: Settings, registry: TypeRegistry) -> tuple[Record | None, list[Diagnostic]]:
+    rel = path.relative_to(settings.root).as_posix()
+    directory, stem = path.parent.name, path.stem
+    record_type = registry.by_dir(directory)
+    try:
+        raw = path.read_bytes()
+        data, positions, body, body_line = parse_record_bytes(raw)
+    except LoadError as exc:
+        return None, [Diagnostic.make(exc.code, rel, exc.line, exc.column, exc.message)]
+    except OSError as exc:
+        return None, [Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}")]
+    record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions,
+                    body=body, body_line=body_line, type=record_type.name if record_type else None)
+    return record, check_identity(record, record_type.name if record_type else None)
+
+
+def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:
+    """id = file stem, id is a slug, type = the directory's type."""
+    out: list[Diagnostic] = []
+    record_id = record.data.get("id")
+    line, col = record.position(("id",))
+    if not ID_PATTERN.match(record.stem):
+        out.append(Diagnostic.make("KB108", record.path, 1, 1,
+                                   f"file name '{record.stem}' is not a valid id: it must match {ID_PATTERN.pattern}"))
+    if isinstance(record_id, str):
+        if record_id != record.stem:
+            out.append(Diagnostic.make("KB107", record.path, line, col,
+                                       f"id '{record_id}' does not match the file name '{record.stem}'",
+                                       hint=f"rename the file to {record_id}.md or set id: {record.stem}"))
+        elif not ID_PATTERN.match(record_id):
+            pass  # already reported on the file name
+    elif record_id is not None:
+        out.append(Diagnostic.make("KB108", record.path, line, col, f"id must be a string, not {_yaml_type(record_id)}"))
+    declared = record.data.get("type")
+    if expected_type is not None and declared is not None and declared != expected_type:
+        line, col = record.position(("type",))
+        out.append(Diagnostic.make("KB109", record.path, line, col,
+                                   f"type '{declared}' does not match directory '{record.dir}/' (type '{expected_type}')"))
+    return out
+
+
+def parse_record_bytes(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], str, int]:
+    """Bytes -> (frontmatter, key positions, body, first body line). Raises LoadError."""
+    if not raw.strip():
+        raise LoadError("KB101", 1, 1, "empty file: a record needs a --- frontmatter block")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise LoadError("KB100", line, column, f"invalid UTF-8 byte 0x{raw[exc.start]:02x}; save the file as UTF-8") from None
+    text = text.removeprefix("\ufeff")
+    lines = text.splitlines(keepends=True)
+    if not FENCE.match(lines[0].rstrip("\r\n")):
+        raise LoadError("KB102", 1, 1, "missing frontmatter: the first line must be '---'")
+    closing = next((i for i in range(1, len(lines)) if CLOSING_FENCE.match(lines[i].rstrip("\r\n"))), None)
+    if closing is None:
+        raise LoadError("KB103", 1, 1, "frontmatter opened here is never closed by a '---' line")
+    yaml_text = "".join(lines[1:closing])
+    data, positions = parse_frontmatter(yaml_text, line_offset=1)
+    body = "".join(lines[closing + 1:])
+    return data, positions, body, closing + 2
+
+
+def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]]]:
+    """Compose YAML to nodes and convert them ourselves, recording positions and duplicates."""
+    loader = _Loader(yaml_text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 + line_offset if mark else 1 + line_offset
+        column = mark.column + 1 if mark else 1
+        problem = exc.problem or str(exc)
+        if exc.context:
+            problem = f"{problem} ({exc.context})"
+        raise LoadError("KB104", line, column, f"invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise LoadError("KB104", 1 + line_offset, 1, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise LoadError("KB106", 1 + line_offset, 1, "frontmatter is empty; it must be a mapping of keys to values")
+    converter = _Converter(loader, line_offset)
+    if not isinstance(node, yaml.MappingNode):
+        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+        line, col = converter.where(node)
+        raise LoadError("KB106", line, col, f"frontmatter must be a mapping of keys to values, not {kind}")
+    positions: dict[FieldPath, tuple[int, int]] = {(): converter.where(node)}
+    data = converter.convert(node, (), positions, 0)
+    return data, positions
+
+
+class _Converter:
+    def __init__(self, loader: yaml.SafeLoader, line_offset: int):
+        self.loader, self.line_offset, self.count = loader, line_offset, 0
+
+    def where(self, node: yaml.Node) -> tuple[int, int]:
+        return node.start_mark.line + 1 + self.line_offset, node.start_mark.column + 1
+
+    def convert(self, node: yaml.Node, path: FieldPath, positions: dict, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES or depth > MAX_DEPTH:
+            line, col = self.where(node)
+            what = f"more than {MAX_NODES} YAML nodes (alias bomb?)" if self.count > MAX_NODES else f"nesting deeper than {MAX_DEPTH}"
+            raise LoadError("KB111", line, col, f"frontmatter expands to {what}")
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+            result: dict[str, Any] = {}
+            first_seen: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                key = self.scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+                line, col = self.where(key_node)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    raise LoadError("KB104", line, col, "invalid YAML: mapping keys must be plain scalars")
+                key = str(key)
+                if key in first_seen:
+                    raise LoadError("KB105", line, col, f"duplicate key '{key}' (first at line {first_seen[key]}); YAML would silently keep only the last")
+                first_seen[key] = line
+                positions[path + (key,)] = (line, col)
+                result[key] = self.convert(value_node, path + (key,), positions, depth + 1)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                positions[path + (index,)] = self.where(item)
+                items.append(self.convert(item, path + (index,), positions, depth + 1))
+            return items
+        return self.scalar(node)
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            line, col = self.where(node)
+            raise LoadError("KB104", line, col, f"invalid YAML value: {exc}") from None
+        if isinstance(value, bytes):
+            line, col = self.where(node)
+            raise LoadError("KB104", line, col, "binary values are not allowed in records")
+        if isinstance(value, float) and value != value:  # NaN is no figure
+            line, col = self.where(node)
+            raise LoadError("KB104", line, col, "NaN is not a value; leave the field out when it is unknown")
+        return value
+
+
+def _yaml_type(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)

@@ -1,0 +1,115 @@
+"""The structures that flow through the pipeline.
+
+A `Corpus` of immutable `Record`s goes from stage to stage; each stage returns a
+new Corpus with what it learned (a graph, computed values) and the diagnostics it
+found. Nothing here parses or validates: that is the stages' work.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from .diagnostics import Diagnostic, Severity
+
+# A path into a record's frontmatter: keys and list indexes, e.g. ("hardware_parameters", 0, "parameter").
+FieldPath = tuple[str | int, ...]
+
+
+class Settings(BaseModel):
+    """Where the repository's parts are; everything is relative to `root`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    root: Path
+    records_dir: str = "records"
+    schema_dir: str = "schema"
+
+    @property
+    def records_path(self) -> Path:
+        return self.root / self.records_dir
+
+    @property
+    def schema_path(self) -> Path:
+        return self.root / self.schema_dir
+
+    @classmethod
+    def discover(cls, start: Path | None = None) -> "Settings":
+        """The nearest directory at or above `start` holding both records/ and schema/."""
+        here = (start or Path.cwd()).resolve()
+        for candidate in (here, *here.parents):
+            if (candidate / "schema").is_dir() and (candidate / "records").is_dir():
+                return cls(root=candidate)
+        return cls(root=here)
+
+
+class Envelope(BaseModel):
+    """The fields every record carries, typed for the tool's own use (schema-checked first)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    type: str
+    name: str
+    status: Literal["verified", "draft", "contested", "deprecated"]
+    confidence: float
+    updated: dt.date
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record file as loaded: frontmatter data, where each key stands, and the body."""
+
+    path: str  # relative to the repository root, POSIX separators
+    dir: str  # the directory under records/ (= the type's x-kb-dir)
+    stem: str
+    data: Mapping[str, Any]  # JSON-compatible frontmatter (dates kept as ISO strings)
+    positions: Mapping[FieldPath, tuple[int, int]]  # field path -> (line, column) of its key, 1-based
+    body: str
+    body_line: int  # file line on which the body starts
+    type: str | None = None  # the type of its directory, when known
+
+    @property
+    def key(self) -> str:
+        """The qualified name `dir/id` used in links and the graph."""
+        return f"{self.dir}/{self.stem}"
+
+    @property
+    def id(self) -> str:
+        value = self.data.get("id")
+        return value if isinstance(value, str) else self.stem
+
+    def position(self, path: FieldPath) -> tuple[int, int]:
+        """Line and column of the deepest key of `path` that exists (the record start otherwise)."""
+        for end in range(len(path), 0, -1):
+            pos = self.positions.get(tuple(path[:end]))
+            if pos:
+                return pos
+        return self.positions.get((), (1, 1))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """All records of a repository plus everything the stages have learned about them."""
+
+    settings: Settings
+    registry: Any  # schema.TypeRegistry (Any avoids an import cycle)
+    records: Mapping[str, Record] = field(default_factory=dict)  # by key dir/id
+    diagnostics: tuple[Diagnostic, ...] = ()
+    graph: Any = None  # networkx.MultiDiGraph, set by the links stage
+    computed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> "Corpus":
+        return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+
+    def by_id(self, record_id: str) -> list[Record]:
+        return [r for r in self.records.values() if r.id == record_id]

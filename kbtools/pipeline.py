@@ -1,0 +1,48 @@
+"""The one pipeline: discover -> load -> schema -> links -> compute.
+
+`check_corpus` runs every stage over the whole repository and returns the checked
+Corpus; the CLI, the site and exports all start from it and never re-parse.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .diagnostics import Diagnostic
+from .links import resolve_links
+from .load import load_corpus
+from .model import Corpus, Settings
+from .registry import load_registry
+from .schema import validate_schemas
+
+STAGES = (validate_schemas, resolve_links)
+
+
+def check_corpus(settings: Settings) -> Corpus:
+    registry = load_registry(settings.schema_path, settings.root)
+    corpus = load_corpus(settings, registry)
+    for stage in STAGES:
+        corpus = stage(corpus)
+    return corpus
+
+
+# Link breakage anywhere is reported even when only some files are named: a
+# deleted or renamed record breaks links in files the commit did not touch.
+BREAKAGE_CODES = frozenset({"KB300", "KB302", "KB303"})
+
+
+def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
+    """The diagnostics to report for the files named on the command line (all when none)."""
+    chosen = [p for p in paths]
+    diagnostics = list(corpus.diagnostics)
+    if chosen:
+        root = corpus.settings.root
+        named = set()
+        for path in chosen:
+            absolute = path if path.is_absolute() else Path.cwd() / path
+            try:
+                named.add(absolute.resolve().relative_to(root).as_posix())
+            except ValueError:
+                named.add(path.as_posix())
+        diagnostics = [d for d in diagnostics if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith("schema/")]
+    return sorted(diagnostics, key=Diagnostic.sort_key)

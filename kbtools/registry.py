@@ -1,0 +1,241 @@
+"""The type registry: everything the tool knows about record types comes from schema/.
+
+A file `schema/<type>.schema.json` whose top level carries `x-kb-dir` is a record
+type; the others (envelope, shared defs) are resources it may `$ref`. The kb
+annotations a type's schema may carry:
+
+- `x-kb-dir`: the directory under records/ that holds records of this type;
+- `x-kb-ref: <type>` on a string schema: the value is the id of a record of that type;
+- `x-kb-quantity: <unit>` on a field: a quantity whose canonical unit is <unit> (`*`: any unit);
+- `x-kb-inputs: true`: named cost inputs, quantities or `dir/id` references;
+- `x-kb-derive`: type-level derivations (field -> formula spec, or a list of them with `when`);
+- `x-kb-columns`: the fields shown in the type's index table.
+
+Adding a record type is adding a schema file (and its directory): no Python edit.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+
+from .diagnostics import Diagnostic
+
+
+@dataclass
+class FieldPlan:
+    """What the schema says about one position in a record: merged over allOf/oneOf/$ref."""
+
+    ref_types: tuple[str, ...] = ()
+    quantity: str | None = None
+    inputs: bool = False
+    properties: dict[str, "FieldPlan"] = field(default_factory=dict)
+    additional: "FieldPlan | None" = None
+    items: "FieldPlan | None" = None
+
+    def child(self, key: str | int) -> "FieldPlan | None":
+        if isinstance(key, int):
+            return self.items
+        return self.properties.get(key) or self.additional
+
+    def merge(self, other: "FieldPlan") -> None:
+        self.ref_types = tuple(dict.fromkeys(self.ref_types + other.ref_types))
+        self.quantity = self.quantity or other.quantity
+        self.inputs = self.inputs or other.inputs
+        for name, plan in other.properties.items():
+            if name in self.properties:
+                self.properties[name].merge(plan)
+            else:
+                self.properties[name] = plan
+        for attr in ("additional", "items"):
+            theirs = getattr(other, attr)
+            if theirs is not None:
+                mine = getattr(self, attr)
+                if mine is None:
+                    setattr(self, attr, theirs)
+                else:
+                    mine.merge(theirs)
+
+
+@dataclass
+class RecordType:
+    name: str
+    dir: str
+    title: str
+    schema_path: str
+    schema: dict[str, Any]
+    validator: Draft202012Validator
+    plan: FieldPlan
+    property_order: tuple[str, ...]
+
+    @property
+    def derive(self) -> dict[str, Any]:
+        return self.schema.get("x-kb-derive", {})
+
+    @property
+    def columns(self) -> list[str]:
+        return self.schema.get("x-kb-columns", [])
+
+
+@dataclass
+class TypeRegistry:
+    types: dict[str, RecordType]
+    diagnostics: list[Diagnostic]
+
+    def by_dir(self, directory: str) -> RecordType | None:
+        for record_type in self.types.values():
+            if record_type.dir == directory:
+                return record_type
+        return None
+
+    @property
+    def dirs(self) -> list[str]:
+        return sorted(t.dir for t in self.types.values())
+
+
+SCHEMA_SUFFIX = ".schema.json"
+
+
+def _line_of(text: str, needle: str) -> int:
+    index = text.find(needle)
+    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+
+
+def load_registry(schema_dir: Path, root: Path) -> TypeRegistry:
+    """Read every schema file; a broken one is a KB210 diagnostic, never an exception."""
+    diagnostics: list[Diagnostic] = []
+    documents: dict[str, tuple[Path, str, dict[str, Any]]] = {}
+    for path in sorted(schema_dir.glob(f"*{SCHEMA_SUFFIX}")):
+        rel = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+            contents = json.loads(text)
+        except UnicodeDecodeError as exc:
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"schema file is not UTF-8: {exc.reason}"))
+            continue
+        except json.JSONDecodeError as exc:
+            diagnostics.append(Diagnostic.make("KB210", rel, exc.lineno, exc.colno, f"schema file is not valid JSON: {exc.msg}"))
+            continue
+        if not isinstance(contents, dict):
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "a schema file must hold a JSON object"))
+            continue
+        try:
+            Draft202012Validator.check_schema(contents)
+        except SchemaError as exc:
+            key = next((str(p) for p in reversed(exc.absolute_path) if isinstance(p, str)), "")
+            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, f'"{key}"') if key else 1, 1,
+                                               f"invalid JSON Schema: {exc.message}"))
+            continue
+        documents[path.name] = (path, text, contents)
+
+    resources = []
+    for name, (_, _, contents) in documents.items():
+        resources.append((name, Resource.from_contents(contents)))
+        if isinstance(contents.get("$id"), str) and contents["$id"] != name:
+            resources.append((contents["$id"], Resource.from_contents(contents)))
+    registry: Registry = Registry().with_resources(resources)
+
+    types: dict[str, RecordType] = {}
+    for name, (path, text, contents) in documents.items():
+        directory = contents.get("x-kb-dir")
+        if directory is None:
+            continue  # a shared resource, not a record type
+        rel = path.relative_to(root).as_posix()
+        type_name = name[: -len(SCHEMA_SUFFIX)]
+        if not isinstance(directory, str) or not directory:
+            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"x-kb-dir"'), 1, "x-kb-dir must be a directory name"))
+            continue
+        try:
+            plan = compile_plan(contents, registry.resolver(base_uri=contents.get("$id", name)))
+        except (Unresolvable, RecursionError) as exc:
+            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$ref"'), 1, f"unresolvable $ref: {exc}"))
+            continue
+        validator = Draft202012Validator(contents, registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        types[type_name] = RecordType(
+            name=type_name, dir=directory, title=str(contents.get("title", type_name)), schema_path=rel,
+            schema=contents, validator=validator, plan=plan,
+            property_order=tuple(_property_order(contents, registry.resolver(base_uri=contents.get("$id", name)))))
+
+    seen_dirs: dict[str, str] = {}
+    for record_type in list(types.values()):
+        if record_type.dir in seen_dirs:
+            diagnostics.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(json.dumps(record_type.schema), "x-kb-dir"), 1,
+                                               f"directory '{record_type.dir}' is already the directory of type '{seen_dirs[record_type.dir]}'"))
+            del types[record_type.name]
+        else:
+            seen_dirs[record_type.dir] = record_type.name
+    diagnostics.extend(_check_ref_annotations(types, documents, root))
+    return TypeRegistry(types=types, diagnostics=diagnostics)
+
+
+def _check_ref_annotations(types: dict[str, RecordType], documents: dict, root: Path) -> list[Diagnostic]:
+    """An x-kb-ref must name a type that exists, or every reference to it would dangle."""
+    out = []
+    for name, (path, text, contents) in documents.items():
+        for target in _find_ref_annotations(contents):
+            if target not in types:
+                out.append(Diagnostic.make("KB210", path.relative_to(root).as_posix(), _line_of(text, f'"x-kb-ref": "{target}"'), 1,
+                                           f"x-kb-ref names unknown record type '{target}' (known: {', '.join(sorted(types))})"))
+    return out
+
+
+def _find_ref_annotations(node: Any):
+    if isinstance(node, dict):
+        refs = node.get("x-kb-ref")
+        if isinstance(refs, str):
+            yield refs
+        elif isinstance(refs, list):
+            yield from (r for r in refs if isinstance(r, str))
+        for value in node.values():
+            yield from _find_ref_annotations(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _find_ref_annotations(value)
+
+
+def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
+    """Flatten a schema's kb annotations into a tree that mirrors the record's shape."""
+    plan = FieldPlan()
+    if not isinstance(schema, dict) or depth > 40:
+        return plan
+    refs = schema.get("x-kb-ref")
+    if isinstance(refs, str):
+        plan.ref_types = (refs,)
+    elif isinstance(refs, list):
+        plan.ref_types = tuple(r for r in refs if isinstance(r, str))
+    if isinstance(schema.get("x-kb-quantity"), str):
+        plan.quantity = schema["x-kb-quantity"]
+    plan.inputs = bool(schema.get("x-kb-inputs"))
+    if isinstance(schema.get("$ref"), str):
+        resolved = resolver.lookup(schema["$ref"])
+        plan.merge(compile_plan(resolved.contents, resolved.resolver, depth + 1))
+    for keyword in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(keyword, []) or []:
+            plan.merge(compile_plan(sub, resolver, depth + 1))
+    for name, sub in (schema.get("properties") or {}).items():
+        child = compile_plan(sub, resolver, depth + 1)
+        if name in plan.properties:
+            plan.properties[name].merge(child)
+        else:
+            plan.properties[name] = child
+    if isinstance(schema.get("additionalProperties"), dict):
+        plan.additional = compile_plan(schema["additionalProperties"], resolver, depth + 1)
+    if isinstance(schema.get("items"), dict):
+        plan.items = compile_plan(schema["items"], resolver, depth + 1)
+    return plan
+
+
+def _property_order(schema: dict[str, Any], resolver) -> list[str]:
+    """Envelope keys first, then the type's own, in schema order (for fmt and pages)."""
+    order: list[str] = []
+    for sub in schema.get("allOf", []):
+        if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
+            order.extend(resolver.lookup(sub["$ref"]).contents.get("properties", {}))
+    order.extend(schema.get("properties", {}))
+    return list(dict.fromkeys(order))

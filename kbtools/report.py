@@ -1,0 +1,72 @@
+"""The last stage: diagnostics -> text, JSON, GitHub annotations or SARIF."""
+from __future__ import annotations
+
+import json
+from typing import Callable, Sequence
+
+from . import __version__
+from .diagnostics import CODES, Diagnostic, Severity
+
+
+def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]:
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    return {"records": records, "errors": errors, "warnings": len(diagnostics) - errors}
+
+
+def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
+    lines = [f"{d.path}:{d.line}:{d.column}: {d.severity.value} {d.code} {d.message}" for d in diagnostics]
+    lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
+    return "\n".join(lines) + "\n"
+
+
+def format_json(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
+    payload = {"diagnostics": [d.model_dump(mode="json") for d in diagnostics], "summary": summary}
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_property(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def format_github(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
+    """GitHub Actions workflow commands: annotations on the lines of the pull request."""
+    lines = []
+    for d in diagnostics:
+        level = "error" if d.severity is Severity.ERROR else "warning"
+        props = f"file={_escape_property(d.path)},line={d.line},col={d.column},title={_escape_property(d.code)}"
+        lines.append(f"::{level} {props}::{_escape_data(d.message)}")
+    lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
+    return "\n".join(lines) + "\n"
+
+
+def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
+    """SARIF 2.1.0, for code-scanning upload."""
+    used = sorted({d.code for d in diagnostics})
+    rules = [{"id": code, "shortDescription": {"text": CODES[code].summary},
+              "defaultConfiguration": {"level": "error" if CODES[code].severity is Severity.ERROR else "warning"}}
+             for code in used]
+    results = [{
+        "ruleId": d.code,
+        "ruleIndex": used.index(d.code),
+        "level": "error" if d.severity is Severity.ERROR else "warning",
+        "message": {"text": d.message},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path, "uriBaseId": "%SRCROOT%"},
+                                            "region": {"startLine": d.line, "startColumn": d.column}}}],
+    } for d in diagnostics]
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "kb", "version": __version__, "informationUri": "https://github.com/",
+                                      "rules": rules}},
+                  "results": results}],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+FORMATTERS: dict[str, Callable[[Sequence[Diagnostic], dict[str, int]], str]] = {
+    "text": format_text, "json": format_json, "github": format_github, "sarif": format_sarif,
+}

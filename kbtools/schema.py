@@ -1,0 +1,74 @@
+"""Stage 3: validate each record's frontmatter against its type's JSON Schema.
+
+Validation is the `jsonschema` library's, the whole 2020-12 specification; this
+module only turns each error into a diagnostic at the line of the offending key.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+from jsonschema.exceptions import ValidationError, best_match
+
+from .diagnostics import Diagnostic
+from .model import Corpus, FieldPath, Record
+from .registry import RecordType
+
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def validate_schemas(corpus: Corpus) -> Corpus:
+    found: list[Diagnostic] = []
+    for record in corpus.records.values():
+        record_type = corpus.registry.types.get(record.type) if record.type else None
+        if record_type is None:
+            continue
+        errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
+        for error in errors:
+            found.extend(_diagnose(record, record_type, error))
+    return corpus.with_diagnostics(found)
+
+
+def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -> list[Diagnostic]:
+    type_name = record_type.name
+    path = tuple(error.absolute_path)
+    where = ".".join(str(p) for p in path)
+    if error.validator in ("unevaluatedProperties", "additionalProperties") and isinstance(error.instance, dict):
+        # The error sits on the object; point at each unexpected key instead.
+        named = set(_QUOTED.findall(error.message))
+        unexpected = [k for k in error.instance if k in named] or list(named)
+        # In 2020-12 a failing allOf branch evaluates nothing, so a declared field next to
+        # an error shows up as "unevaluated"; only fields the schema never declares are unknown.
+        declared = _declared(record_type.plan, path)
+        unexpected = [k for k in unexpected if k not in declared]
+        out = []
+        for key in unexpected:
+            line, col = record.position(path + (key,))
+            owner = f"in {where}" if where else f"for type '{type_name}'"
+            close = difflib.get_close_matches(key, sorted(declared), n=1)
+            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            out.append(Diagnostic.make("KB201", record.path, line, col, f"unknown field '{key}' {owner}{guess}",
+                                       hint=f"fields are declared in schema/{type_name}.schema.json"))
+        return out
+    if error.validator == "required":
+        missing = _QUOTED.findall(error.message)[:1]
+        line, col = record.position(path) if path else (1, 1)
+        owner = f" in {where}" if where else ""
+        return [Diagnostic.make("KB202", record.path, line, col, f"missing required field '{missing[0] if missing else error.message}'{owner}")]
+    if error.context:
+        # oneOf/anyOf: the closest branch explains the failure better than "not valid under any".
+        best = best_match(error.context)
+        message = best.message
+        sub = tuple(best.absolute_path) or path
+    else:
+        message, sub = error.message, path
+    line, col = record.position(sub)
+    label = ".".join(str(p) for p in sub)
+    return [Diagnostic.make("KB200", record.path, line, col, f"{label}: {message}" if label else message)]
+
+
+def _declared(plan, path: FieldPath) -> set[str]:
+    node = plan
+    for part in path:
+        node = node.child(part) if node else None
+    return set(node.properties) if node else set()

@@ -1,0 +1,97 @@
+"""Finding [[wikilinks]] in record bodies with markdown-it-py.
+
+A markdown-it inline rule recognises `[[target]]`, `[[target|label]]` and
+`[[target#heading]]`, so text in code spans, code blocks and HTML is never a link:
+the parser, not a regular expression, decides what is prose. The same parser
+(`markdown()`) renders bodies for the site, so check and site agree on every link.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+
+MAX_TARGET = 300
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    target: str  # 'dir/id' or 'id'
+    anchor: str | None
+    label: str | None
+    line: int  # 0-based line within the body
+    column: int  # 1-based column within that line, best effort
+
+    @property
+    def text(self) -> str:
+        inner = self.target + (f"#{self.anchor}" if self.anchor else "") + (f"|{self.label}" if self.label else "")
+        return f"[[{inner}]]"
+
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if not src.startswith("[[", pos):
+        return False
+    end = src.find("]]", pos + 2)
+    if end < 0:
+        return False
+    inner = src[pos + 2:end]
+    if not inner.strip() or "\n" in inner or "[" in inner or len(inner) > MAX_TARGET:
+        return False
+    if not silent:
+        target, _, label = inner.partition("|")
+        target, _, anchor = target.partition("#")
+        token = state.push("wikilink", "", 0)
+        token.meta = {"target": target.strip(), "anchor": anchor.strip() or None,
+                      "label": label.strip() or None, "offset": pos}
+        token.content = inner
+    state.pos = end + 2
+    return True
+
+
+@lru_cache(maxsize=1)
+def markdown() -> MarkdownIt:
+    """CommonMark with tables, raw HTML off, and the wikilink rule."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    return md
+
+
+def find_wikilinks(body: str) -> list[WikiLink]:
+    tokens = markdown().parse(body)
+    lines = body.splitlines()
+    links: list[WikiLink] = []
+    block_line = 0
+    for token in tokens:
+        if token.map:
+            block_line = token.map[0]
+        if token.type != "inline" or not token.children:
+            continue
+        line = token.map[0] if token.map else block_line
+        for child in token.children:
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "wikilink":
+                meta = child.meta
+                text = f"[[{child.content}]]"
+                source_line = lines[line] if line < len(lines) else ""
+                column = source_line.find(text) + 1 if text in source_line else 1
+                links.append(WikiLink(meta["target"], meta["anchor"], meta["label"], line, column))
+    return links
+
+
+_SLUG_DROP = re.compile(r"[^\w\- ]+")
+
+
+def slugify(heading: str) -> str:
+    """GitHub-style heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    return _SLUG_DROP.sub("", heading.strip().lower()).replace(" ", "-")
+
+
+def headings(body: str) -> set[str]:
+    tokens = markdown().parse(body)
+    return {slugify(tokens[i + 1].content) for i, t in enumerate(tokens)
+            if t.type == "heading_open" and i + 1 < len(tokens)}
