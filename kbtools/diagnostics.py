@@ -97,3 +97,7 @@ def render_reference() -> str:
         example = c.example.replace("|", "\\|")
         lines.append(f"| {code} | {c.severity.value} | {c.summary} | `{example}` |")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m kbtools.diagnostics > docs/diagnostics.md
+    print(render_reference(), end="")

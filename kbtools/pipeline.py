@@ -35,7 +35,7 @@ def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
     """The diagnostics to report for the files named on the command line (all when none)."""
     chosen = [p for p in paths]
     diagnostics = list(corpus.diagnostics)
-    if chosen:
+    if chosen and not any(_is_schema(p) for p in chosen):
         root = corpus.settings.root
         named = set()
         for path in chosen:
@@ -46,3 +46,8 @@ def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
                 named.add(path.as_posix())
         diagnostics = [d for d in diagnostics if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith("schema/")]
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def _is_schema(path: Path) -> bool:
+    """A schema edit can break any record of its type, so it widens the report to everything."""
+    return path.name.endswith(".schema.json")

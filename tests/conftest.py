@@ -1,0 +1,79 @@
+"""Test helpers: small corpora written in the test, checked by the real CLI entry point."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kbtools.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+# the console script installed next to the interpreter running the tests
+KB = str(Path(sys.executable).parent / "kb")
+
+
+@dataclass
+class Result:
+    exit_code: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.out.splitlines() if not line.startswith("checked ")]
+
+    def codes(self) -> list[str]:
+        return [line.split()[2] for line in self.lines]
+
+    def find(self, code: str) -> list[str]:
+        return [line for line in self.lines if f" {code} " in line]
+
+
+class KB:
+    """A knowledge-base repository in a temporary directory, with this repo's schemas."""
+
+    def __init__(self, root: Path, capsys):
+        self.root, self.capsys = root, capsys
+        shutil.copytree(REPO / "schema", root / "schema")
+        (root / "records").mkdir()
+
+    def write(self, rel: str, text: str | bytes, dedent: bool = True) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(textwrap.dedent(text).lstrip("\n") if dedent else text, encoding="utf-8")
+        return path
+
+    def record(self, dir_: str, id_: str, type_: str, extra: str = "", body: str = "", sources: str = "[src-a]") -> Path:
+        fields = f"id: {id_}\ntype: {type_}\nname: {id_} name\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
+        if type_ not in ("source", "hardware_parameter"):
+            fields += f"sources: {sources}\n"
+        text = "---\n" + fields + textwrap.dedent(extra).lstrip("\n") + "---\n" + textwrap.dedent(body).lstrip("\n")
+        return self.write(f"records/{dir_}/{id_}.md", text, dedent=False)
+
+    def source(self, id_: str = "src-a") -> Path:
+        return self.record("sources", id_, "source", "kind: docs\npublisher: Someone\n")
+
+    def run(self, *args: str) -> Result:
+        self.capsys.readouterr()
+        code = main(["--root", str(self.root), *args])
+        captured = self.capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    def check(self, *args: str) -> Result:
+        return self.run("check", *args)
+
+    def check_json(self, *args: str) -> dict:
+        return json.loads(self.check("--format", "json", *args).out)
+
+
+@pytest.fixture
+def kb(tmp_path, capsys) -> KB:
+    return KB(tmp_path / "kb", capsys)
