@@ -14,7 +14,7 @@ from kbtools.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 # the console script installed next to the interpreter running the tests
-KB = str(Path(sys.executable).parent / "kb")
+KB_SCRIPT = str(Path(sys.executable).parent / "kb")
 
 
 @dataclass

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 
-from conftest import KB, REPO
+from conftest import KB_SCRIPT, REPO
 from kbtools.diagnostics import CODES, render_reference
 
 
@@ -78,7 +78,7 @@ def test_usage_error_exits_2(kb):
 def test_console_script_prints_no_traceback_on_bad_input(kb):
     kb.write("records/models/x.md", b"---\nid: x\nname: \"a\n---\n\xff\xfe")
     kb.write("records/models/y.md", b"---\n- 1\n---\n")
-    proc = subprocess.run([KB, "--root", str(kb.root), "check"], capture_output=True, text=True)
+    proc = subprocess.run([KB_SCRIPT, "--root", str(kb.root), "check"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "records/models/y.md:2:1: error KB106" in proc.stdout

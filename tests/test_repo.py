@@ -4,11 +4,11 @@ import re
 import subprocess
 import sys
 
-from conftest import KB, REPO
+from conftest import KB_SCRIPT, REPO
 
 
 def test_repository_records_check_clean():
-    proc = subprocess.run([KB, "check", "--format", "json"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run([KB_SCRIPT, "check", "--format", "json"], cwd=REPO, capture_output=True, text=True)
     payload = json.loads(proc.stdout)
     errors = [d for d in payload["diagnostics"] if d["severity"] == "error"]
     assert proc.returncode == 0, errors
