@@ -24,6 +24,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.set_defaults(handler=run_check)
+
+    explain = sub.add_parser("explain", help="show how a value was computed, from which records and sources")
+    explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
+    explain.set_defaults(handler=run_explain)
     return parser
 
 
@@ -37,6 +41,30 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
     failing = summary["errors"] or (args.strict and summary["warnings"])
     return EXIT_ERRORS if failing else EXIT_OK
+
+
+def run_explain(args: argparse.Namespace, settings: Settings) -> int:
+    from .explain import explain_record, explain_value, find_value
+    from .links import Index
+    from .pipeline import check_corpus
+
+    corpus = check_corpus(settings)
+    ref, _, name = args.target.removeprefix("records/").removesuffix(".md").partition(".")
+    record, candidates = Index(corpus).resolve(ref)
+    if record is None:
+        hint = f" (candidates: {', '.join(c.key for c in candidates)})" if candidates else ""
+        print(f"kb explain: no record '{ref}'{hint}", file=sys.stderr)
+        return EXIT_ERRORS
+    if not name:
+        print("\n".join(explain_record(corpus, record.key)))
+        return EXIT_OK
+    value = find_value(corpus, record.key, name)
+    if value is None:
+        known = sorted({*corpus.computed.get(record.key, {}).get("fields", {}), *corpus.computed.get(record.key, {}).get("costs", {})})
+        print(f"kb explain: {record.key} has no value '{name}' (it has: {', '.join(known) or 'none'})", file=sys.stderr)
+        return EXIT_ERRORS
+    print("\n".join(explain_value(corpus, value, f"{record.key}.{name}")))
+    return EXIT_OK
 
 
 def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:

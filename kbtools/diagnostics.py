@@ -54,6 +54,24 @@ CODES: dict[str, Code] = {
     "KB305": Code(W, "A [[dir/id#heading]] link names a heading the target does not have.", "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache"),
     "KB306": Code(W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"),
     "KB307": Code(W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"),
+    # units and quantities
+    "KB400": Code(E, "A quantity is not 'VALUE UNIT' (or a bare number for the field's canonical unit).", "records/accelerators/x.md:9:1: error KB400 memory_bandwidth: 'fast' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'"),
+    "KB401": Code(E, "A unit is not known to the project's unit registry (kbtools/units.txt).", "records/accelerators/x.md:9:1: error KB401 memory_bandwidth: unknown unit 'TBps'"),
+    "KB402": Code(E, "A quantity has the wrong dimension for its field.", "records/accelerators/x.md:9:1: error KB402 memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"),
+    "KB403": Code(E, "A quantity is infinite or absurdly large.", "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range"),
+    # recomputation
+    "KB500": Code(E, "A stated figure disagrees with its recomputation from the records it rests on.", "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is 2× the recomputed one (tolerance 1%)"),
+    "KB501": Code(E, "A formula is not valid in the formula language (syntax, or a construct that is not allowed).", "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, floor, max, min, param, sqrt)"),
+    "KB502": Code(E, "A formula uses a name that has no value here.", "records/flops/x.md:14:5: error KB502 costs.x: 'prefix_len' is not an input, a cost or a field of flops/x"),
+    "KB503": Code(E, "A formula combines quantities whose units do not fit (GB + GB/s).", "records/flops/x.md:14:5: error KB503 costs.x: cannot add GB (information) and GB/s (information per time)"),
+    "KB504": Code(E, "A formula's result does not have the dimension of its declared unit.", "records/flops/x.md:15:5: error KB504 costs.x: hit_path_bytes / tier.bandwidth gives time (44.97 ms), but its unit is GB (information)"),
+    "KB505": Code(E, "A formula divides by zero.", "records/flops/x.md:14:5: error KB505 costs.x: division by zero: tier.bandwidth is 0"),
+    "KB506": Code(E, "Costs depend on each other in a cycle.", "records/flops/a.md:14:5: error KB506 costs.x: cycle flops/a.costs.x → flops/b.costs.y → flops/a.costs.x"),
+    "KB507": Code(E, "A formula's numbers or exponent are out of bounds.", "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64"),
+    "KB508": Code(E, "A for_each or table is used wrongly.", "records/flops/x.md:16:5: error KB508 costs.x.for_each: 'tiers' is not a list of record references"),
+    "KB509": Code(E, "An inline {{ value }} in the body cannot be computed or has the wrong unit.", "records/flops/x.md:30:12: error KB509 inline value {{ hit_path_bytes | ms }}: 2.249 GB is information, expected time (like ms)"),
+    "KB510": Code(E, "A hardware_parameter's carried_by names a type or field that does not carry it.", "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator"),
+    "KB511": Code(W, "A hardware_parameters row names a record that has no value for that parameter.", "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth"),
     # internal
     "KB900": Code(E, "kb itself failed; please report it with the file named.", "records/models/x.md:1:1: error KB900 internal error: ..."),
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from .compute import recompute_costs
 from .diagnostics import Diagnostic
 from .links import resolve_links
 from .load import load_corpus
@@ -15,7 +16,7 @@ from .model import Corpus, Settings
 from .registry import load_registry
 from .schema import validate_schemas
 
-STAGES = (validate_schemas, resolve_links)
+STAGES = (validate_schemas, resolve_links, recompute_costs)
 
 
 def check_corpus(settings: Settings) -> Corpus:

@@ -52,18 +52,41 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def _inline_value_rule(state: StateInline, silent: bool) -> bool:
+    """{{ expression | unit }}: a computed figure quoted in prose (checked, rendered by the site)."""
+    src, pos = state.src, state.pos
+    if not src.startswith("{{", pos):
+        return False
+    end = src.find("}}", pos + 2)
+    if end < 0 or "\n" in src[pos:end] or end - pos > MAX_TARGET:
+        return False
+    if not silent:
+        token = state.push("kb_value", "", 0)
+        token.content = src[pos + 2:end]
+    state.pos = end + 2
+    return True
+
+
 @lru_cache(maxsize=1)
 def markdown() -> MarkdownIt:
-    """CommonMark with tables, raw HTML off, and the wikilink rule."""
+    """CommonMark with tables, raw HTML off, the wikilink rule and inline values."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    md.inline.ruler.before("link", "kb_value", _inline_value_rule)
     return md
 
 
-def find_wikilinks(body: str) -> list[WikiLink]:
+@dataclass(frozen=True)
+class InlineSpan:
+    content: str  # between {{ and }}
+    line: int  # 0-based line within the body
+    column: int
+
+
+def _inline_tokens(body: str, kind: str):
+    """(token, 0-based body line, column) for every inline token of `kind` outside code."""
     tokens = markdown().parse(body)
     lines = body.splitlines()
-    links: list[WikiLink] = []
     block_line = 0
     for token in tokens:
         if token.map:
@@ -74,13 +97,19 @@ def find_wikilinks(body: str) -> list[WikiLink]:
         for child in token.children:
             if child.type in ("softbreak", "hardbreak"):
                 line += 1
-            elif child.type == "wikilink":
-                meta = child.meta
-                text = f"[[{child.content}]]"
+            elif child.type == kind:
+                text = ("[[%s]]" if kind == "wikilink" else "{{%s}}") % child.content
                 source_line = lines[line] if line < len(lines) else ""
-                column = source_line.find(text) + 1 if text in source_line else 1
-                links.append(WikiLink(meta["target"], meta["anchor"], meta["label"], line, column))
-    return links
+                yield child, line, (source_line.find(text) + 1 if text in source_line else 1)
+
+
+def find_inline_values(body: str) -> list[InlineSpan]:
+    return [InlineSpan(token.content, line, column) for token, line, column in _inline_tokens(body, "kb_value")]
+
+
+def find_wikilinks(body: str) -> list[WikiLink]:
+    return [WikiLink(t.meta["target"], t.meta["anchor"], t.meta["label"], line, column)
+            for t, line, column in _inline_tokens(body, "wikilink")]
 
 
 _SLUG_DROP = re.compile(r"[^\w\- ]+")

@@ -1,0 +1,639 @@
+"""Stage 5: quantities and recomputation.
+
+Parses every quantity field with its unit, computes the schema's type-level
+derivations (`x-kb-derive`) and each record's cost blocks (`inputs` + `costs`),
+and compares every stated figure with its recomputation. Evaluation is lazy and
+memoised over the whole corpus, which gives dependency order for free; a value
+requested while it is being computed is a cycle. A value whose inputs failed is
+not reported again: only the root cause is.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import pint
+
+from .diagnostics import Diagnostic
+from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
+from .links import QUALIFIED, Index, walk_plan
+from .model import Corpus, FieldPath, Record
+from .units import QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text, parse_unit, parse_written
+from .wikilinks import find_inline_values
+
+BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
+DEFAULT_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Value:
+    """A figure with its provenance: where it stands, how it is known, what it rests on."""
+
+    quantity: Any  # pint.Quantity; None for a table
+    record: str  # dir/id
+    name: str  # field or cost name, with [row] for a table row
+    path: str  # the record's file
+    line: int
+    basis: str
+    confidence: float
+    sources: tuple[str, ...]
+    unit: str | None = None  # the unit to show it in
+    formula: Formula | None = None
+    inputs: tuple[tuple[str, "Value"], ...] = ()
+    recomputed: "Value | None" = None  # for a stated figure that a derivation checks
+    rows: tuple[tuple[str, "Value"], ...] | None = None
+    vendor_claim: bool = False
+    note: str | None = None
+
+    @property
+    def computed(self) -> bool:
+        return self.formula is not None
+
+    @property
+    def input_basis(self) -> str:
+        """The weakest basis among everything this value rests on."""
+        bases = [v.input_basis if v.computed else v.basis for _, v in self.inputs] or [self.basis]
+        return min(bases, key=lambda b: BASIS_RANK.get(b, 0))
+
+    def shown(self, unit: str | None = None) -> str:
+        if self.quantity is None:
+            return f"table of {len(self.rows or ())} rows"
+        return format_quantity(self.quantity, unit or self.unit)
+
+
+class _Failed(Exception):
+    """An input already reported its own error; the dependent stays silent."""
+
+
+class _Cycle(Exception):
+    def __init__(self, chain: list[str]):
+        super().__init__(" → ".join(chain))
+        self.chain = chain
+
+
+_FAILED = object()
+
+
+@dataclass
+class Computer:
+    corpus: Corpus
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    written: dict[tuple[str, FieldPath], Written] = field(default_factory=dict)
+    memo: dict[tuple[str, str], Any] = field(default_factory=dict)
+    active: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.index = Index(self.corpus)
+        self.types = self.corpus.registry.types
+
+    # ------------------------------------------------------------ helpers
+    def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
+        at_line, col = record.position(path)
+        self.diagnostics.append(Diagnostic.make(code, record.path, line or at_line, col if line is None else 1, message))
+
+    def default_basis(self, record: Record) -> str:
+        basis = record.data.get("basis")
+        return basis if isinstance(basis, str) else "unverified"
+
+    def confidence(self, record: Record) -> float:
+        value = record.data.get("confidence")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+
+    def record_sources(self, record: Record) -> tuple[str, ...]:
+        sources = record.data.get("sources")
+        return tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else ()
+
+    def stated_value(self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None) -> Value:
+        line, _ = record.position(path)
+        return Value(written.quantity, record.key, name, record.path, line,
+                     written.basis or self.default_basis(record), self.confidence(record),
+                     (written.source,) if written.source else self.record_sources(record),
+                     unit=unit, vendor_claim=written.vendor_claim, note=written.note)
+
+    def derived_value(self, record: Record, path: FieldPath, name: str, quantity: Any, formula: Formula,
+                      inputs: dict[str, Value], unit: str | None) -> Value:
+        line, _ = record.position(path)
+        if unit is not None:
+            quantity = quantity.to(parse_unit(unit))
+        used = tuple(inputs.items())
+        sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
+        confidence = min((v.confidence for _, v in used), default=self.confidence(record))
+        return Value(quantity, record.key, name, record.path, line, "derived", confidence, sources,
+                     unit=unit, formula=formula, inputs=used)
+
+    # ------------------------------------------------------------ stage entry
+    def run(self) -> dict[str, dict[str, Any]]:
+        for record in self.corpus.records.values():
+            self.parse_quantities(record)
+        for record in self.corpus.records.values():
+            self.check_carried_by(record)
+        computed: dict[str, dict[str, Any]] = {}
+        for record in self.corpus.records.values():
+            record_type = self.types.get(record.type) if record.type else None
+            if record_type is None:
+                continue
+            fields = {}
+            for name in record_type.plan.properties:
+                if record_type.plan.properties[name].quantity is not None or name in record_type.derive:
+                    value = self.field(record, name)
+                    if value is not None:
+                        fields[name] = value
+            costs = {}
+            cost_specs = record.data.get("costs")
+            if isinstance(cost_specs, dict):
+                for name in cost_specs:
+                    value = self.cost_or_none(record, name)
+                    if value is not None:
+                        costs[name] = value
+            entry = {"fields": fields, "costs": costs,
+                     "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
+            computed[record.key] = entry
+        return computed
+
+    # ------------------------------------------------------------ quantities
+    def parse_quantities(self, record: Record) -> None:
+        record_type = self.types.get(record.type) if record.type else None
+        if record_type is None:
+            return
+        for path, value, plan in walk_plan(record_type.plan, dict(record.data)):
+            if plan.quantity is not None and value is not None and not isinstance(value, (list,)):
+                if isinstance(value, dict) and "value" not in value:
+                    continue  # the schema reports the shape
+                try:
+                    self.written[(record.key, path)] = parse_written(value, plan.quantity)
+                except QuantityError as exc:
+                    self.report(exc.code, record, path, f"{_dotted(path)}: {exc.message}")
+            elif plan.inputs and isinstance(value, dict):
+                for name, item in value.items():
+                    if _is_reference(item, self.corpus) or isinstance(item, list):
+                        continue
+                    try:
+                        self.written[(record.key, path + (name,))] = parse_written(item, None if not isinstance(item, (int, float)) else "")
+                    except QuantityError as exc:
+                        self.report(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
+
+    # ------------------------------------------------------------ fields and derivations
+    def field(self, record: Record, name: str) -> Value | None:
+        key = (record.key, name)
+        if key in self.memo:
+            result = self.memo[key]
+            if result is _FAILED:
+                raise _Failed()
+            return result
+        if key in self.active:
+            raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
+        self.active.append(key)
+        try:
+            result = self._field(record, name)
+        except _Failed:
+            result = _FAILED
+        finally:
+            self.active.pop()
+        self.memo[key] = result
+        if result is _FAILED:
+            raise _Failed()
+        return result
+
+    def _field(self, record: Record, name: str) -> Any:
+        record_type = self.types[record.type]
+        plan = record_type.plan.properties.get(name)
+        unit = plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
+        written = self.written.get((record.key, (name,)))
+        raw = record.data.get(name)
+        stated = None
+        if written is not None:
+            stated = self.stated_value(record, (name,), name, written, unit)
+        elif isinstance(raw, (int, float)) and not isinstance(raw, bool) and (plan is None or plan.quantity is None):
+            ureg = pint_registry()
+            stated = self.stated_value(record, (name,), name, Written(ureg.Quantity(raw, ureg.dimensionless)), None)
+        elif raw is not None and plan is not None and plan.quantity is not None:
+            return _FAILED  # written but unparseable: already reported
+        spec = self.derivation(record, name)
+        if spec is None:
+            return stated
+        formula = self.schema_formula(record, spec)
+        if formula is None:
+            return stated
+        inputs: dict[str, Value] = {}
+        try:
+            quantity = evaluate(formula, self.derivation_lookup(record, inputs), self.param_lookup(record, {}, inputs))
+        except MissingName:
+            return stated  # inputs absent: nothing to derive
+        except _Failed:
+            return stated if stated is not None else _FAILED
+        except _Cycle as cycle:
+            self.report("KB506", record, (name,), f"{name}: cycle {cycle}")
+            return _FAILED
+        except FormulaError as exc:
+            self.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
+            return _FAILED
+        if unit is not None:
+            try:
+                check_dimension(quantity, unit)
+            except QuantityError as exc:
+                self.report("KB504", record, (name,), f"{name}: {formula.text} gives {exc.message}")
+                return _FAILED
+        derived = self.derived_value(record, (name,), name, quantity, formula, inputs, unit)
+        if stated is None:
+            return derived
+        self.compare(record, (name,), name, stated.quantity, derived, spec.get("tolerance", DEFAULT_TOLERANCE))
+        return Value(**{**stated.__dict__, "recomputed": derived})
+
+    def derivation(self, record: Record, name: str) -> dict[str, Any] | None:
+        specs = self.types[record.type].derive.get(name)
+        for spec in specs if isinstance(specs, list) else [specs] if specs else []:
+            when = spec.get("when", {})
+            if all(record.data.get(k) in (v if isinstance(v, list) else [v]) for k, v in when.items()):
+                return spec
+        return None
+
+    def schema_formula(self, record: Record, spec: dict[str, Any]) -> Formula | None:
+        try:
+            return parse_formula(spec.get("formula", ""))
+        except FormulaError as exc:
+            key = ("schema", record.type, spec.get("formula"))
+            if key not in self.memo:
+                self.memo[key] = True
+                schema_path = self.types[record.type].schema_path
+                self.diagnostics.append(Diagnostic.make("KB210", schema_path, 1, 1, f"x-kb-derive formula {spec.get('formula')!r}: {exc.message}"))
+            return None
+
+    def derivation_lookup(self, record: Record, used: dict[str, Value]):
+        """Names in a type-level derivation: the record's own fields, and ref_field.field."""
+        def lookup(parts: tuple[str, ...]) -> Any:
+            if len(parts) == 1:
+                value = self.field(record, parts[0])
+            else:
+                target = self.referenced(record, parts[0], {})
+                if target is None:
+                    raise MissingName(".".join(parts))
+                value = self.field_or_cost(target, parts[1])
+            if value is None:
+                raise MissingName(".".join(parts))
+            used[".".join(parts)] = value
+            return value.quantity
+        return lookup
+
+    def referenced(self, record: Record, name: str, bindings: dict[str, Record]) -> Record | None:
+        """The record a name stands for: a for_each binding, a reference input, or a reference field."""
+        if name in bindings:
+            return bindings[name]
+        inputs = record.data.get("inputs")
+        raw = inputs.get(name) if isinstance(inputs, dict) and name in inputs else record.data.get(name)
+        if isinstance(raw, str):
+            target, _ = self.index.resolve(raw)
+            return target
+        return None
+
+    def field_or_cost(self, record: Record, name: str) -> Value | None:
+        costs = record.data.get("costs")
+        if isinstance(costs, dict) and name in costs:
+            return self.cost(record, name)
+        if record.type in self.types:
+            return self.field(record, name)
+        return None
+
+    # ------------------------------------------------------------ costs
+    def cost_or_none(self, record: Record, name: str) -> Value | None:
+        try:
+            return self.cost(record, name)
+        except _Failed:
+            return None
+        except _Cycle as cycle:
+            self.report("KB506", record, ("costs", name, "formula"), f"costs.{name}: cycle {cycle}")
+            self.memo[(record.key, f"costs.{name}")] = _FAILED
+            return None
+
+    def cost(self, record: Record, name: str) -> Value:
+        key = (record.key, f"costs.{name}")
+        if key in self.memo:
+            result = self.memo[key]
+            if result is _FAILED:
+                raise _Failed()
+            return result
+        if key in self.active:
+            raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.costs.{name}"])
+        self.active.append(key)
+        try:
+            result = self._cost(record, name)
+        except _Failed:
+            result = _FAILED
+        finally:
+            self.active.pop()
+        self.memo[key] = result
+        if result is _FAILED:
+            raise _Failed()
+        return result
+
+    def _cost(self, record: Record, name: str) -> Any:
+        spec = record.data["costs"][name]
+        where = ("costs", name, "formula")
+        if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str) or not isinstance(spec.get("unit"), str):
+            return _FAILED  # the schema reports the shape
+        try:
+            formula = parse_formula(spec["formula"])
+        except FormulaError as exc:
+            self.report(exc.code, record, where, f"costs.{name}: {exc.message}")
+            return _FAILED
+        try:
+            unit_q = parse_unit(spec["unit"])
+        except QuantityError as exc:
+            self.report(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
+            return _FAILED
+        for_each = spec.get("for_each")
+        if isinstance(for_each, dict) and for_each:
+            var, list_name = next(iter(for_each.items()))
+            targets = self.row_records(record, name, list_name)
+            if targets is None:
+                return _FAILED
+            rows = []
+            for target in targets:
+                row = self.evaluate_cost(record, name, formula, spec, unit_q, {var: target}, row_key=target.key)
+                if row is _FAILED:
+                    return _FAILED
+                rows.append((target.key, row))
+            line, _ = record.position(where)
+            sources = tuple(dict.fromkeys(s for _, v in rows for s in v.sources))
+            return Value(None, record.key, name, record.path, line, "derived",
+                         min((v.confidence for _, v in rows), default=self.confidence(record)), sources,
+                         unit=spec["unit"], formula=formula, rows=tuple(rows))
+        return self.evaluate_cost(record, name, formula, spec, unit_q, {}, row_key=None)
+
+    def row_records(self, record: Record, name: str, list_name: str) -> list[Record] | None:
+        inputs = record.data.get("inputs")
+        raw = inputs.get(list_name) if isinstance(inputs, dict) and list_name in inputs else record.data.get(list_name)
+        if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+            self.report("KB508", record, ("costs", name, "for_each"),
+                        f"costs.{name}.for_each: '{list_name}' is not a list of record references")
+            return None
+        targets = []
+        for item in raw:
+            target, _ = self.index.resolve(item)
+            if target is None:
+                return None  # the links stage reports it
+            targets.append(target)
+        return targets
+
+    def evaluate_cost(self, record: Record, name: str, formula: Formula, spec: dict, unit_q, bindings: dict[str, Record],
+                      row_key: str | None) -> Any:
+        where = ("costs", name, "formula")
+        used: dict[str, Value] = {}
+        label = f"costs.{name}" + (f"[{row_key}]" if row_key else "")
+        try:
+            quantity = evaluate(formula, self.cost_lookup(record, name, bindings, row_key, used),
+                                self.param_lookup(record, bindings, used))
+        except MissingName as exc:
+            self.report("KB502", record, where, f"{label}: {exc.message}")
+            return _FAILED
+        except FormulaError as exc:
+            self.report(exc.code, record, where, f"{label}: {exc.message}")
+            return _FAILED
+        if not quantity.is_compatible_with(unit_q):
+            self.report("KB504", record, ("costs", name, "unit"),
+                        f"{label}: {formula.text} gives {describe_dimension(quantity.dimensionality)} "
+                        f"({format_quantity(quantity)}), but its unit is {spec['unit']} ({describe_dimension(unit_q.dimensionality)})")
+            return _FAILED
+        value = self.derived_value(record, where, name if row_key is None else f"{name}[{row_key}]",
+                                   quantity.to(unit_q), formula, used, spec["unit"])
+        if "stated" in spec and row_key is None:
+            try:
+                stated = parse_quantity_text(spec["stated"]["value"] if isinstance(spec["stated"], dict) else spec["stated"], spec["unit"])
+                check_dimension(stated, spec["unit"])
+            except (QuantityError, KeyError) as exc:
+                message = exc.message if isinstance(exc, QuantityError) else "stated needs a value"
+                self.report(getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}")
+                return _FAILED
+            self.compare(record, ("costs", name, "stated"), f"costs.{name}", stated, value, spec.get("tolerance", DEFAULT_TOLERANCE))
+        return value
+
+    def cost_lookup(self, record: Record, cost_name: str, bindings: dict[str, Record], row_key: str | None, used: dict[str, Value]):
+        inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
+        costs = record.data.get("costs") if isinstance(record.data.get("costs"), dict) else {}
+
+        def lookup(parts: tuple[str, ...]) -> Any:
+            shown = ".".join(parts)
+            if len(parts) == 2:
+                target = self.referenced(record, parts[0], bindings)
+                if target is None:
+                    raise MissingName(shown, f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)")
+                value = self.field_or_cost(target, parts[1])
+                if value is None:
+                    raise MissingName(shown, f"{target.key} has no value for '{parts[1]}'")
+            else:
+                name = parts[0]
+                if name in bindings or (name in inputs and _is_reference(inputs[name], self.corpus)):
+                    raise FormulaError("KB502", f"'{name}' is a record; name one of its fields, like {name}.<field>")
+                if name in inputs:
+                    written = self.written.get((record.key, ("inputs", name)))
+                    if written is None:
+                        raise _Failed()
+                    value = self.stated_value(record, ("inputs", name), name, written, None)
+                elif name in costs:
+                    value = self.cost(record, name)
+                else:
+                    value = self.field(record, name) if record.type in self.types else None
+                    if value is None:
+                        raise MissingName(name, f"'{name}' is not an input, a cost or a field of {record.key}")
+            if value.rows is not None:
+                rows = dict(value.rows)
+                if row_key is not None and row_key in rows:
+                    value = rows[row_key]
+                else:
+                    used[shown] = value
+                    return Table({k: v.quantity for k, v in value.rows})
+            used[shown] = value
+            return value.quantity
+        return lookup
+
+    def param_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
+        """param(x, 'hardware-parameter-id'): the field that carries that parameter on x's type."""
+        def lookup(var: str, parameter_id: str) -> Any:
+            target = self.referenced(record, var, bindings)
+            if target is None:
+                raise MissingName(var, f"param(): '{var}' is not a record reference")
+            parameter, _ = self.index.resolve(parameter_id)
+            if parameter is None or parameter.type != "hardware_parameter":
+                raise FormulaError("KB502", f"param(): no hardware_parameter '{parameter_id}'")
+            carried = parameter.data.get("carried_by", {})
+            field_name = carried.get(target.type) if isinstance(carried, dict) else None
+            if field_name is None:
+                raise MissingName(var, f"param(): {parameter_id} is not carried by type '{target.type}' ({target.key})")
+            value = self.field(target, field_name)
+            if value is None:
+                raise MissingName(var, f"param(): {target.key} has no {field_name}")
+            used[f"{var}.{field_name}"] = value
+            return value.quantity
+        return lookup
+
+    # ------------------------------------------------------------ checks
+    def compare(self, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float) -> None:
+        recomputed = computed.quantity.to(stated.units)
+        stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
+        if stated_m == computed_m:
+            return
+        reference = max(abs(stated_m), abs(computed_m))
+        if reference and abs(stated_m - computed_m) / reference <= tolerance:
+            return
+        ratio = stated_m / computed_m if computed_m else float("inf")
+        if ratio and abs(ratio) >= 1:
+            how = f"the stated figure is {ratio:.3g}× the recomputed one"
+        else:
+            how = f"the stated figure is {1 / ratio:.3g}× smaller than the recomputed one" if ratio else "the recomputed figure is 0"
+        self.report("KB500", record, path,
+                    f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
+                    f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance:.0%})")
+
+    def check_carried_by(self, record: Record) -> None:
+        carried = record.data.get("carried_by")
+        dimension = record.data.get("dimension")
+        if record.type != "hardware_parameter" or not isinstance(carried, dict) or not isinstance(dimension, str):
+            return
+        try:
+            unit = parse_unit(dimension)
+        except QuantityError as exc:
+            self.report(exc.code, record, ("dimension",), f"dimension: {exc.message}")
+            return
+        for type_name, field_name in carried.items():
+            record_type = self.types.get(type_name)
+            plan = record_type.plan.properties.get(field_name) if record_type else None
+            if record_type is None:
+                self.report("KB510", record, ("carried_by", type_name), f"carried_by: no record type '{type_name}'")
+            elif plan is None or plan.quantity in (None, "*"):
+                self.report("KB510", record, ("carried_by", type_name),
+                            f"carried_by.{type_name}: '{field_name}' is not a quantity field of {type_name}")
+            elif not parse_unit(plan.quantity).dimensionality == unit.dimensionality:
+                self.report("KB510", record, ("carried_by", type_name),
+                            f"carried_by.{type_name}: {field_name} is in {plan.quantity}, not {dimension}")
+
+    # ------------------------------------------------------------ hardware parameter tables
+    def hardware_tables(self, record: Record) -> dict[str, dict[str, Value | None]]:
+        rows = record.data.get("hardware_parameters")
+        tables: dict[str, dict[str, Value | None]] = {}
+        if not isinstance(rows, list):
+            return tables
+        for index, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("parameter"), str):
+                continue
+            parameter, _ = self.index.resolve(row["parameter"])
+            if parameter is None or parameter.type != "hardware_parameter":
+                continue
+            carried = parameter.data.get("carried_by") if isinstance(parameter.data.get("carried_by"), dict) else {}
+            table: dict[str, Value | None] = {}
+            for position, item in enumerate(row.get("values_for") or []):
+                target, _ = self.index.resolve(item) if isinstance(item, str) else (None, [])
+                if target is None:
+                    continue
+                field_name = carried.get(target.type)
+                value = None
+                try:
+                    value = self.field(target, field_name) if field_name else None
+                except (_Failed, _Cycle):
+                    value = None
+                if value is None:
+                    what = f"no {field_name}" if field_name else f"a {target.type}, which {parameter.id} is not carried by"
+                    self.report("KB511", record, ("hardware_parameters", index, "values_for", position),
+                                f"hardware_parameters[{index}]: {target.key} has {what}")
+                table[target.key] = value
+            tables[parameter.id] = table
+        return tables
+
+    # ------------------------------------------------------------ inline values in prose
+    def inline_values(self, record: Record) -> list["InlineValue"]:
+        out = []
+        for found in find_inline_values(record.body):
+            line = record.body_line + found.line
+            expression, _, unit = found.content.partition("|")
+            expression, unit = expression.strip(), unit.strip() or None
+            value, rendered = None, None
+            try:
+                value = self.inline_value(record, expression)
+                if value.quantity is None:
+                    raise FormulaError("KB509", f"'{expression}' is a table; quote one row or min()/max()")
+                if unit:
+                    check_dimension(value.quantity, unit)
+                rendered = value.shown(unit)
+            except (FormulaError, QuantityError) as exc:
+                code = "KB509"
+                self.diagnostics.append(Diagnostic.make(code, record.path, line, found.column,
+                                                        f"inline value {{{{ {found.content.strip()} }}}}: {exc.message}"))
+            except (_Failed, _Cycle):
+                pass
+            out.append(InlineValue(line, found.column, found.content, value, rendered))
+        return out
+
+    def inline_value(self, record: Record, expression: str) -> Value:
+        qualified = expression.rsplit(".", 1)
+        if len(qualified) == 2 and QUALIFIED.match(qualified[0]):
+            target, _ = self.index.resolve(qualified[0])
+            if target is None:
+                raise FormulaError("KB509", f"no record '{qualified[0]}'")
+            value = self.field_or_cost(target, qualified[1])
+            if value is None:
+                raise FormulaError("KB509", f"{target.key} has no value for '{qualified[1]}'")
+            return value
+        formula = parse_formula(expression)
+        used: dict[str, Value] = {}
+        try:
+            quantity = evaluate(formula, self.cost_lookup(record, "", {}, None, used), self.param_lookup(record, {}, used))
+        except MissingName as exc:
+            raise FormulaError("KB509", exc.message) from None
+        if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
+            return next(iter(used.values()))
+        return self.derived_value(record, (), expression, quantity, formula, used, None)
+
+
+@dataclass(frozen=True)
+class InlineValue:
+    line: int
+    column: int
+    source: str  # what stands between {{ and }}
+    value: Value | None
+    rendered: str | None
+
+
+def substituted(value: Value) -> str:
+    """The formula with each input replaced by its figure, expanding derived inputs in place."""
+    if value.formula is None:
+        return value.shown()
+    inputs = dict(value.inputs)
+
+    def name_text(node: ast.AST) -> str | None:
+        key = ast.unparse(node)
+        found = inputs.get(key)
+        if found is None:
+            for candidate, v in inputs.items():  # param() inputs are keyed var.field
+                if candidate.startswith(key + "."):
+                    found = v
+        if found is None:
+            return None
+        if found.computed and found.formula is not None and found.rows is None and found.recomputed is None:
+            return f"({substituted(found)})"
+        return found.shown()
+    return render(value.formula.tree, name_text)
+
+
+def pint_registry():
+    from .units import registry
+    return registry()
+
+
+def _dotted(path: FieldPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
+    return out
+
+
+def _is_reference(item: Any, corpus: Corpus) -> bool:
+    if isinstance(item, list):
+        return all(_is_reference(x, corpus) for x in item)
+    match = QUALIFIED.match(item) if isinstance(item, str) else None
+    return bool(match and match.group(1) in corpus.registry.dirs)
+
+
+def recompute_costs(corpus: Corpus) -> Corpus:
+    computer = Computer(corpus)
+    computed = computer.run()
+    return corpus.with_diagnostics(computer.diagnostics, computed=MappingProxyType(computed))

@@ -1,0 +1,85 @@
+"""`kb explain`: how a value was obtained, from which records and sources, recursively."""
+from __future__ import annotations
+
+from .compute import Value, substituted
+from .model import Corpus
+
+MAX_DEPTH = 8
+
+
+def find_value(corpus: Corpus, key: str, name: str) -> Value | None:
+    entry = corpus.computed.get(key, {})
+    return entry.get("costs", {}).get(name) or entry.get("fields", {}).get(name)
+
+
+def explain_record(corpus: Corpus, key: str) -> list[str]:
+    """One line per value of a record: its figure and how it is known."""
+    entry = corpus.computed.get(key, {})
+    lines = [f"{key} ({corpus.records[key].path})"]
+    for group in ("fields", "costs"):
+        for name, value in entry.get(group, {}).items():
+            how = f"= {value.formula.text}" if value.computed else f"[{value.basis}]"
+            if value.recomputed is not None:
+                how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"
+            lines.append(f"  {name} = {value.shown()}  {how}")
+    return lines
+
+
+def explain_value(corpus: Corpus, value: Value, label: str) -> list[str]:
+    lines = [f"{label} = {value.shown()}"]
+    lines.extend(_explain(corpus, value, "  ", 0, top=True))
+    return lines
+
+
+def _where(corpus: Corpus, value: Value) -> str:
+    return f"{value.record} ({value.path}:{value.line})"
+
+
+def _sources(value: Value) -> str:
+    return ", ".join(value.sources) if value.sources else "none cited"
+
+
+def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = False) -> list[str]:
+    lines: list[str] = []
+    if value.rows is not None:
+        lines.append(f"{indent}for each row: {value.formula.text}  [{value.unit}]")
+        for row_key, row in value.rows:
+            lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}")
+        return lines
+    checked = value.recomputed
+    if value.computed:
+        lines.append(f"{indent}= {value.formula.text}")
+        lines.append(f"{indent}= {substituted(value)}")
+        lines.append(f"{indent}≈ {value.shown()}")
+        lines.append(f"{indent}basis: derived (weakest input basis: {value.input_basis}); confidence {value.confidence:g}; "
+                     f"at {_where(corpus, value)}")
+        lines.append(f"{indent}sources: {_sources(value)}")
+        stated = _stated(corpus, value) if top else None
+        if stated:
+            lines.append(f"{indent}stated: {stated} (checked against the recomputed figure)")
+        if depth >= MAX_DEPTH:
+            return lines + [f"{indent}..."]
+        lines.append(f"{indent}inputs:")
+        for name, used in value.inputs:
+            lines.append(f"{indent}  {name} = {used.shown()}  from {_where(corpus, used)}")
+            lines.extend(_explain(corpus, used, indent + "    ", depth + 1))
+        return lines
+    claim = ", vendor claim" if value.vendor_claim else ""
+    lines.append(f"{indent}stated in {_where(corpus, value)}; basis {value.basis}{claim}; confidence {value.confidence:g}; "
+                 f"sources: {_sources(value)}")
+    if value.note:
+        lines.append(f"{indent}note: {value.note}")
+    if checked is not None and depth < MAX_DEPTH:
+        lines.append(f"{indent}recomputed as {checked.shown()}:")
+        lines.extend(_explain(corpus, checked, indent + "  ", depth + 1))
+    return lines
+
+
+def _stated(corpus: Corpus, value: Value) -> str | None:
+    record = corpus.records.get(value.record)
+    costs = record.data.get("costs") if record else None
+    spec = costs.get(value.name) if isinstance(costs, dict) else None
+    if isinstance(spec, dict) and "stated" in spec:
+        stated = spec["stated"]
+        return str(stated["value"] if isinstance(stated, dict) else stated)
+    return None

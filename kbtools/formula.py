@@ -1,0 +1,261 @@
+"""The formula language: small, unit-aware arithmetic, parsed with `ast` and never `eval`'d.
+
+Allowed: numbers; quantity literals in quotes ('1 token', '8 B'); names (fields,
+inputs, costs, loop variables); one level of attribute (`model.kv_bytes_per_token`);
++ - * / and ** with a literal exponent of at most 64; and the functions min, max,
+ceil, floor, abs, sqrt and param(record, 'hardware-parameter-id'). Everything else
+(other calls, subscripts, comprehensions, lambdas, dunders, keywords, f-strings,
+walrus...) is rejected before anything is evaluated. The evaluator walks the
+checked tree itself, so no Python code from a record ever runs.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import pint
+
+from .units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
+
+MAX_LENGTH = 2000
+MAX_NODES = 400
+MAX_EXPONENT = 64
+FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+
+
+class FormulaError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class MissingName(FormulaError):
+    """A name the formula uses has no value (an input that is not there)."""
+
+    def __init__(self, name: str, message: str | None = None):
+        super().__init__("KB502", message or f"'{name}' has no value")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Formula:
+    text: str
+    tree: ast.expr
+    names: tuple[tuple[str, ...], ...]  # every name or name.attr it reads, in order
+
+
+@lru_cache(maxsize=4096)
+def parse_formula(text: str) -> Formula:
+    if not isinstance(text, str) or not text.strip():
+        raise FormulaError("KB501", "empty formula")
+    if len(text) > MAX_LENGTH:
+        raise FormulaError("KB501", f"formula longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise FormulaError("KB501", f"formula syntax error at column {exc.offset or 1}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise FormulaError("KB501", "formula cannot be parsed") from None
+    names: list[tuple[str, ...]] = []
+    count = 0
+    for node in ast.walk(tree):
+        count += 1
+        if count > MAX_NODES:
+            raise FormulaError("KB501", f"formula has more than {MAX_NODES} parts")
+        _check_node(node, names)
+    return Formula(text, tree.body, tuple(dict.fromkeys(names)))
+
+
+def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
+    if isinstance(node, (ast.Expression, ast.Load, ast.operator, ast.unaryop)):
+        if isinstance(node, ast.operator) and type(node) not in _BINOPS:
+            raise FormulaError("KB501", f"operator {type(node).__name__} is not allowed (only + - * / **)")
+        if isinstance(node, ast.unaryop) and not isinstance(node, (ast.USub, ast.UAdd)):
+            raise FormulaError("KB501", f"operator {type(node).__name__} is not allowed")
+        return
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            exponent = _literal_number(node.right)
+            if exponent is None or abs(exponent) > MAX_EXPONENT:
+                raise FormulaError("KB507", f"an exponent must be a number literal between -{MAX_EXPONENT} and {MAX_EXPONENT}")
+        return
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float, str)):
+            raise FormulaError("KB501", f"constant {node.value!r} is not allowed")
+        if isinstance(node.value, (int, float)) and (not math.isfinite(node.value) or abs(node.value) > MAX_MAGNITUDE):
+            raise FormulaError("KB507", f"number {node.value!r} is out of range")
+        return
+    if isinstance(node, ast.Name):
+        _check_identifier(node.id)
+        names.append((node.id,))
+        return
+    if isinstance(node, ast.Attribute):
+        if not isinstance(node.value, ast.Name):
+            raise FormulaError("KB501", "only one level of attribute is allowed (record.field)")
+        _check_identifier(node.attr)
+        names.append((node.value.id, node.attr))
+        return
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            shown = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
+            raise FormulaError("KB501", f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or not node.args:
+            raise FormulaError("KB501", f"{node.func.id}() takes plain positional arguments")
+        if node.func.id == "param":
+            if len(node.args) != 2 or not isinstance(node.args[0], ast.Name) or not (
+                    isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                raise FormulaError("KB501", "param() is written param(record, 'hardware-parameter-id')")
+        return
+    raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
+
+
+def _check_identifier(name: str) -> None:
+    if name.startswith("_"):
+        raise FormulaError("KB501", f"name '{name}' is not allowed (names may not start with '_')")
+
+
+def _literal_number(node: ast.AST) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _literal_number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    return None
+
+
+def _describe(node: ast.AST) -> str:
+    return {
+        "Lambda": "a lambda", "ListComp": "a comprehension", "GeneratorExp": "a generator", "SetComp": "a comprehension",
+        "DictComp": "a comprehension", "Subscript": "indexing", "JoinedStr": "an f-string", "NamedExpr": "an assignment (:=)",
+        "Compare": "a comparison", "BoolOp": "and/or", "IfExp": "if/else", "Starred": "unpacking", "List": "a list",
+        "Tuple": "a tuple", "Dict": "a mapping", "Set": "a set", "Await": "await", "Yield": "yield", "Slice": "a slice",
+        "FormattedValue": "an f-string",
+    }.get(type(node).__name__, type(node).__name__)
+
+
+# ---------------------------------------------------------------- evaluation
+
+Lookup = Callable[[tuple[str, ...]], Any]  # returns a pint.Quantity, or a Table
+ParamLookup = Callable[[str, str], pint.Quantity]
+
+
+class Table(dict):
+    """Rows of a for_each cost: row key -> Quantity. min() and max() reduce it."""
+
+
+def evaluate(formula: Formula, lookup: Lookup, param: ParamLookup | None = None) -> pint.Quantity:
+    return _eval(formula.tree, lookup, param)
+
+
+def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None) -> Any:
+    ureg = registry()
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            try:
+                return parse_quantity_text(node.value, None)
+            except QuantityError as exc:
+                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
+        return ureg.Quantity(node.value, ureg.dimensionless)
+    if isinstance(node, ast.Name):
+        return lookup((node.id,))
+    if isinstance(node, ast.Attribute):
+        return lookup((node.value.id, node.attr))
+    if isinstance(node, ast.UnaryOp):
+        value = _scalar(_eval(node.operand, lookup, param), node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left = _scalar(_eval(node.left, lookup, param), node.left)
+        if isinstance(node.op, ast.Pow):
+            exponent = _literal_number(node.right)
+            return _finite(_apply(lambda: left ** exponent, left, None, "**"))
+        right = _scalar(_eval(node.right, lookup, param), node.right)
+        op = _BINOPS[type(node.op)]
+        if op == "/" and right.magnitude == 0:
+            raise FormulaError("KB505", f"division by zero: {ast.unparse(node.right)} is 0")
+        operation = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right, "/": lambda: left / right}[op]
+        return _finite(_apply(operation, left, right, op))
+    if isinstance(node, ast.Call):
+        name = node.func.id
+        if name == "param":
+            if param is None:
+                raise FormulaError("KB501", "param() is not available here")
+            return param(node.args[0].id, node.args[1].value)
+        args = [_eval(a, lookup, param) for a in node.args]
+        if name in ("min", "max"):
+            values = [v for a in args for v in (a.values() if isinstance(a, Table) else [a])]
+            if not values:
+                raise FormulaError("KB502", f"{name}() over an empty table")
+            try:
+                return (min if name == "min" else max)(values)
+            except pint.DimensionalityError as exc:
+                raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
+        if len(args) != 1:
+            raise FormulaError("KB501", f"{name}() takes one argument")
+        value = _scalar(args[0], node.args[0])
+        if name == "abs":
+            return abs(value)
+        if name == "sqrt":
+            return _finite(value ** 0.5)
+        if not value.dimensionless:
+            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
+        number = value.to(ureg.dimensionless).magnitude
+        return ureg.Quantity(math.ceil(number) if name == "ceil" else math.floor(number), ureg.dimensionless)
+    raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
+
+
+def _scalar(value: Any, node: ast.AST) -> pint.Quantity:
+    if isinstance(value, Table):
+        raise FormulaError("KB508", f"'{ast.unparse(node)}' is a table (one row per for_each item); "
+                                    "use min() or max() over it, or the same for_each")
+    return value
+
+
+def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint.Quantity:
+    try:
+        return operation()
+    except pint.DimensionalityError:
+        from .units import describe_dimension
+        verb = {"+": "add", "-": "subtract"}.get(op, "combine")
+        raise FormulaError("KB503", f"cannot {verb} {left.units:~P} ({describe_dimension(left.dimensionality)}) and "
+                                    f"{right.units:~P} ({describe_dimension(right.dimensionality)})" if right is not None
+                           else f"cannot raise {left.units:~P} to that power") from None
+    except ZeroDivisionError:
+        raise FormulaError("KB505", "division by zero") from None
+    except OverflowError:
+        raise FormulaError("KB507", "number too large") from None
+
+
+def _finite(value: pint.Quantity) -> pint.Quantity:
+    magnitude = value.magnitude
+    if isinstance(magnitude, complex) or not math.isfinite(magnitude) or abs(magnitude) > 1e300:
+        raise FormulaError("KB507", "result is too large or not a number")
+    return value
+
+
+# ---------------------------------------------------------------- display
+
+_PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.Pow: 4}
+_SYMBOL = {ast.Add: "+", ast.Sub: "−", ast.Mult: "×", ast.Div: "÷", ast.Pow: "^"}
+
+
+def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: int = 0, right: bool = False) -> str:
+    """The formula in reader's notation, each name replaced by name_text(node) when it gives one."""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        text = name_text(node)
+        return text if text is not None else ast.unparse(node)
+    if isinstance(node, ast.Constant):
+        return str(node.value) if not isinstance(node.value, str) else node.value
+    if isinstance(node, ast.UnaryOp):
+        return ("−" if isinstance(node.op, ast.USub) else "+") + render(node.operand, name_text, 3)
+    if isinstance(node, ast.BinOp):
+        mine = _PRECEDENCE[type(node.op)]
+        text = (f"{render(node.left, name_text, mine)} {_SYMBOL[type(node.op)]} "
+                f"{render(node.right, name_text, mine, right=True)}")
+        return f"({text})" if mine < parent or (right and mine == parent) else text
+    if isinstance(node, ast.Call):
+        return f"{node.func.id}(" + ", ".join(render(a, name_text) for a in node.args) + ")"
+    return ast.unparse(node)

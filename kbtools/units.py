@@ -1,0 +1,143 @@
+"""Units: one pint registry built from the project's own definitions (units.txt),
+and the parsing of quantity values written in records.
+
+A quantity is written "VALUE UNIT" ("4.8 TB/s"), as a bare number (the field's
+canonical unit), or in long form {value, basis, source, note, vendor_claim}.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pint
+
+DEFINITIONS = Path(__file__).with_name("units.txt")
+NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+MAX_MAGNITUDE = 1e30  # beyond any figure this domain has; keeps arithmetic far from overflow
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:
+    ureg = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False, cache_folder=None)
+    ureg.formatter.default_format = "~P"
+    return ureg
+
+
+class QuantityError(ValueError):
+    """A value that is not a quantity of the expected kind; `code` says which check failed."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass(frozen=True)
+class Written:
+    """A quantity as a record writes it, with the provenance the long form may add."""
+
+    quantity: pint.Quantity
+    basis: str | None = None
+    source: str | None = None
+    note: str | None = None
+    vendor_claim: bool = False
+
+
+@lru_cache(maxsize=512)
+def parse_unit(text: str) -> pint.Unit:
+    """A unit expression like 'GB/s'; QuantityError KB401 if any part is unknown."""
+    ureg = registry()
+    if not text.strip():
+        return ureg.dimensionless
+    if len(text) > 100 or not re.fullmatch(r"[A-Za-zµ_0-9/*^ ().\-]+", text):
+        raise QuantityError("KB401", f"'{text}' is not a unit")
+    try:
+        unit = ureg.parse_units(text)
+    except (pint.UndefinedUnitError, pint.errors.DefinitionSyntaxError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
+        raise QuantityError("KB401", f"unknown unit '{text}'" + (f": {exc}" if not isinstance(exc, pint.UndefinedUnitError) else "")) from None
+    return unit
+
+
+def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
+    """'4.8 TB/s' or a bare number -> Quantity. default_unit is the canonical unit ('*': none)."""
+    ureg = registry()
+    if isinstance(value, bool):
+        raise QuantityError("KB400", f"{str(value).lower()} is not a quantity")
+    if isinstance(value, (int, float)):
+        if default_unit in (None, "*"):
+            raise QuantityError("KB400", f"{value} needs a unit: write it as 'VALUE UNIT'")
+        magnitude, unit = value, parse_unit(default_unit)
+    elif isinstance(value, str):
+        match = NUMBER.match(value)
+        if not match:
+            raise QuantityError("KB400", f"'{value}' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'")
+        number, unit_text = match.groups()
+        if "," in unit_text[:1] or re.match(r"^,\d", unit_text):
+            raise QuantityError("KB400", f"'{value}': write numbers without thousands separators (70272, not 70,272)")
+        magnitude = float(number) if any(c in number for c in ".eE") else int(number)
+        if unit_text:
+            unit = parse_unit(unit_text)
+        elif default_unit in (None, "*"):
+            raise QuantityError("KB400", f"'{value}' needs a unit")
+        else:
+            unit = parse_unit(default_unit)
+    else:
+        raise QuantityError("KB400", f"a {type(value).__name__} is not a quantity")
+    if not math.isfinite(magnitude) or abs(magnitude) > MAX_MAGNITUDE:
+        raise QuantityError("KB403", f"{value!r} is out of range (|value| must be finite and at most {MAX_MAGNITUDE:g})")
+    return ureg.Quantity(magnitude, unit)
+
+
+def parse_written(value: Any, canonical: str | None) -> Written:
+    """A field's value (short or long form) -> Written; checks the dimension against `canonical`."""
+    if isinstance(value, dict):
+        written = Written(parse_quantity_text(value.get("value"), canonical), value.get("basis"), value.get("source"),
+                          value.get("note"), bool(value.get("vendor_claim", False)))
+    else:
+        written = Written(parse_quantity_text(value, canonical))
+    if canonical not in (None, "*"):
+        check_dimension(written.quantity, canonical)
+    return written
+
+
+def check_dimension(quantity: pint.Quantity, canonical: str) -> None:
+    expected = parse_unit(canonical)
+    if not quantity.is_compatible_with(expected):
+        raise QuantityError("KB402", f"{format_quantity(quantity)} is {describe_dimension(quantity.dimensionality)}, "
+                                     f"expected {describe_dimension(expected.dimensionality)} (like {canonical})")
+
+
+def describe_dimension(dimensionality) -> str:
+    if not dimensionality:
+        return "a plain number"
+    parts = []
+    for name, power in sorted(dimensionality.items(), key=lambda item: -item[1]):
+        label = name.strip("[]")
+        parts.append(label if power == 1 else f"{label}^{power:g}" if power > 0 else f"per {label}" if power == -1 else f"{label}^{power:g}")
+    return " ".join(parts)
+
+
+def format_number(value: float) -> str:
+    """Figures as people write them: exact integers in full with separators, else 4 significant digits."""
+    if value == 0:
+        return "0"
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value):,}"
+    if 1e-3 <= abs(value) < 1e12:
+        digits = max(0, 3 - int(math.floor(math.log10(abs(value)))))
+        text = f"{value:,.{digits}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return f"{value:.4g}"
+
+
+def format_quantity(quantity: pint.Quantity, unit: str | None = None) -> str:
+    if unit:
+        quantity = quantity.to(parse_unit(unit))
+        unit_text = unit
+    else:
+        unit_text = f"{quantity.units:~P}"
+    number = format_number(float(quantity.magnitude))
+    return f"{number} {unit_text}".strip()
