@@ -137,7 +137,7 @@ class Computer:
             fields = {}
             for name in record_type.plan.properties:
                 if record_type.plan.properties[name].quantity is not None or name in record_type.derive:
-                    value = self.field(record, name)
+                    value = self.settled(self.field, record, name)
                     if value is not None:
                         fields[name] = value
             costs = {}
@@ -151,6 +151,16 @@ class Computer:
                      "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
             computed[record.key] = entry
         return computed
+
+    def settled(self, compute, record: Record, name: str) -> Value | None:
+        """A value, or None when it failed (its root cause is already reported)."""
+        try:
+            return compute(record, name)
+        except _Failed:
+            return None
+        except _Cycle as cycle:
+            self.report("KB506", record, (name,), f"{name}: cycle {cycle}")
+            return None
 
     # ------------------------------------------------------------ quantities
     def parse_quantities(self, record: Record) -> None:
@@ -483,7 +493,7 @@ class Computer:
             how = f"the stated figure is {1 / ratio:.3g}× smaller than the recomputed one" if ratio else "the recomputed figure is 0"
         self.report("KB500", record, path,
                     f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
-                    f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance:.0%})")
+                    f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)")
 
     def check_carried_by(self, record: Record) -> None:
         carried = record.data.get("carried_by")
