@@ -185,26 +185,28 @@ class Computer:
                         self.report(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
 
     # ------------------------------------------------------------ fields and derivations
-    def field(self, record: Record, name: str) -> Value | None:
+    def memoised(self, record: Record, name: str, compute) -> Any:
+        """Compute once per (record, name); re-entry while computing is a cycle; failures stick."""
         key = (record.key, name)
         if key in self.memo:
             result = self.memo[key]
-            if result is _FAILED:
-                raise _Failed()
-            return result
-        if key in self.active:
-            raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
-        self.active.append(key)
-        try:
-            result = self._field(record, name)
-        except _Failed:
-            result = _FAILED
-        finally:
-            self.active.pop()
-        self.memo[key] = result
+        else:
+            if key in self.active:
+                raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
+            self.active.append(key)
+            try:
+                result = compute(record, name.removeprefix("costs."))
+            except _Failed:
+                result = _FAILED
+            finally:
+                self.active.pop()
+            self.memo[key] = result
         if result is _FAILED:
             raise _Failed()
         return result
+
+    def field(self, record: Record, name: str) -> Value | None:
+        return self.memoised(record, name, self._field)
 
     def _field(self, record: Record, name: str) -> Any:
         record_type = self.types[record.type]
@@ -317,25 +319,7 @@ class Computer:
             return None
 
     def cost(self, record: Record, name: str) -> Value:
-        key = (record.key, f"costs.{name}")
-        if key in self.memo:
-            result = self.memo[key]
-            if result is _FAILED:
-                raise _Failed()
-            return result
-        if key in self.active:
-            raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.costs.{name}"])
-        self.active.append(key)
-        try:
-            result = self._cost(record, name)
-        except _Failed:
-            result = _FAILED
-        finally:
-            self.active.pop()
-        self.memo[key] = result
-        if result is _FAILED:
-            raise _Failed()
-        return result
+        return self.memoised(record, f"costs.{name}", self._cost)
 
     def _cost(self, record: Record, name: str) -> Any:
         spec = record.data["costs"][name]

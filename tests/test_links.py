@@ -7,7 +7,7 @@ from kbtools.pipeline import check_corpus
 def small(kb):
     kb.source()
     kb.record("engines", "lmcache", "engine", "kind: kv-cache-layer\n")
-    kb.record("accelerators", "gpu-a", "accelerator", "vendor: V\n")
+    kb.record("accelerators", "gpu-a", "accelerator", "vendor: V\nmemory_bandwidth: 3.35 TB/s\n")
     kb.record("hardware-parameters", "memory-bandwidth", "hardware_parameter",
               "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n")
 
