@@ -296,8 +296,14 @@ class Computer:
         raw = inputs.get(name) if isinstance(inputs, dict) and name in inputs else record.data.get(name)
         if isinstance(raw, str):
             target, _ = self.index.resolve(raw)
+            if target is None and (name in (inputs or {}) or self.is_reference_field(record, name)):
+                raise _Failed()  # a dangling reference: the links stage has reported it
             return target
         return None
+
+    def is_reference_field(self, record: Record, name: str) -> bool:
+        plan = self.types[record.type].plan.properties.get(name) if record.type in self.types else None
+        return bool(plan and plan.ref_types)
 
     def field_or_cost(self, record: Record, name: str) -> Value | None:
         costs = record.data.get("costs")

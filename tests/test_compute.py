@@ -383,3 +383,14 @@ def test_repository_seed_explains_its_hit_path_bytes():
     assert "= (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token" in proc.stdout
     assert "≈ 2.249 GB" in proc.stdout
     assert "models/deepseek-v3" in proc.stdout and "deepseek-v3-hf-config" in proc.stdout
+
+
+def test_dangling_input_reference_is_reported_once(kb):
+    base(kb)
+    flop(kb, HIT_BYTES, inputs="""
+        inputs:
+          model: models/nope
+          prefix_tokens: 32000 token
+    """)
+    result = kb.check()
+    assert [c for c in result.codes() if c.startswith("KB") and c not in ("KB306",)] == ["KB300"]
