@@ -10,6 +10,7 @@ not reported again: only the root cause is.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -23,6 +24,7 @@ from .model import Corpus, FieldPath, Record
 from .units import QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text, parse_unit, parse_written
 from .wikilinks import find_inline_values
 
+_ROW = re.compile(r"^([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 DEFAULT_TOLERANCE = 0.01
 
@@ -564,6 +566,15 @@ class Computer:
         return out
 
     def inline_value(self, record: Record, expression: str) -> Value:
+        row = _ROW.match(expression)
+        if row:  # one row of a table: cost[dir/id]
+            table = self.field_or_cost(record, row.group(1))
+            target, _ = self.index.resolve(row.group(2))
+            rows = dict(table.rows or ()) if table is not None else {}
+            if target is None or target.key not in rows:
+                raise FormulaError("KB509", f"'{row.group(1)}' has no row for '{row.group(2)}'"
+                                            + (f" (rows: {', '.join(rows)})" if rows else ""))
+            return rows[target.key]
         qualified = expression.rsplit(".", 1)
         if len(qualified) == 2 and QUALIFIED.match(qualified[0]):
             target, _ = self.index.resolve(qualified[0])

@@ -394,3 +394,54 @@ def test_dangling_input_reference_is_reported_once(kb):
     """)
     result = kb.check()
     assert [c for c in result.codes() if c.startswith("KB") and c not in ("KB306",)] == ["KB300"]
+
+
+def test_inline_table_row(kb):
+    base(kb)
+    path = flop(kb, HIT_BYTES + """
+      hit_path_time:
+        for_each: {tier: tiers}
+        formula: hit_path_bytes / tier.bandwidth
+        unit: ms
+    """, inputs="""
+        inputs:
+          model: models/mla-model
+          prefix_tokens: 32000 token
+          tiers: [storage-tiers/dram-a, storage-tiers/s3-a]
+    """, body="""
+        Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]
+
+        DRAM {{ hit_path_time[storage-tiers/dram-a] }}, S3 {{ hit_path_time[s3-a] | s }}, GPU {{ hit_path_time[gpu-a] }}.
+    """)
+    result = kb.check()
+    line = line_of(path, "DRAM {{")
+    assert result.find("KB509") == [f"records/flops/hit.md:{line}:87: error KB509 inline value {{{{ hit_path_time[gpu-a] }}}}: "
+                                    "'hit_path_time' has no row for 'gpu-a' (rows: storage-tiers/dram-a, storage-tiers/s3-a)"]
+    from kbtools.model import Settings
+    from kbtools.pipeline import check_corpus
+    inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
+    assert [v.rendered for v in inline] == ["35.69 ms", "24.99 s", None]
+
+
+def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
+    """The seed's own arithmetic error, replayed on the real corpus: kb check must refuse it."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = tmp_path / "kb"
+    shutil.copytree(REPO / "schema", root / "schema")
+    shutil.copytree(REPO / "records", root / "records")
+    seed = root / "records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md"
+    text = seed.read_text()
+    assert "formula: model.kv_bytes_per_token * prefix_tokens" in text
+    seed.write_text(text.replace("formula: model.kv_bytes_per_token * prefix_tokens",
+                                 "formula: 2 * model.kv_bytes_per_token * prefix_tokens"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "kb"), "--root", str(root), "check"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    errors = [l for l in proc.stdout.splitlines() if " error " in l]
+    line = next(i for i, l in enumerate(seed.read_text().splitlines(), 1) if "stated: 2.25 GB" in l)
+    assert errors == [f"records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md:{line}:5: error KB500 costs.hit_path_bytes: "
+                      "stated 2.25 GB but 2 * model.kv_bytes_per_token * prefix_tokens = "
+                      "2 × (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token = 4.497 GB; "
+                      "the stated figure is 2× smaller than the recomputed one (tolerance 1%)"]
