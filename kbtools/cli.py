@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.set_defaults(handler=run_check)
 
+    build = sub.add_parser("build", help="build the static site from the checked records")
+    build.add_argument("--out", type=Path, help="output directory (default: site/_build)")
+    build.add_argument("--force", action="store_true", help="build even when kb check finds errors (they are shown on their pages)")
+    build.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
+    build.set_defaults(handler=run_build)
+
     explain = sub.add_parser("explain", help="show how a value was computed, from which records and sources")
     explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
     explain.set_defaults(handler=run_explain)
@@ -41,6 +48,28 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
     failing = summary["errors"] or (args.strict and summary["warnings"])
     return EXIT_ERRORS if failing else EXIT_OK
+
+
+def run_build(args: argparse.Namespace, settings: Settings) -> int:
+    from .build import build_site
+    from .pipeline import check_corpus
+    from .report import format_text, summarize
+
+    corpus = check_corpus(settings)
+    errors = [d for d in corpus.diagnostics if d.severity is Severity.ERROR]
+    if errors and not args.force:
+        sys.stdout.write(format_text(sorted(errors, key=Diagnostic.sort_key), summarize(errors, len(corpus.records))))
+        print("kb build: refusing to build a corpus with errors (fix them, or pass --force to show them on the pages)", file=sys.stderr)
+        return EXIT_ERRORS
+    if not (settings.root / "site" / "templates").is_dir():
+        print(f"kb build: no site/templates/ in {settings.root}: the site's theme lives there", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or settings.root / "site" / "_build"
+    pages, warning = build_site(corpus, out, search=not args.no_search)
+    if warning:
+        print(f"kb build: warning: {warning}", file=sys.stderr)
+    print(f"built {pages} record pages into {out}")
+    return EXIT_OK
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
@@ -93,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the last line of defence: one diagnostic, never a traceback
+        if os.environ.get("KB_DEBUG"):
+            raise
         diagnostic = Diagnostic.make("KB900", "kb", 1, 1, f"internal error: {type(exc).__name__}: {exc}")
         print(f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {Severity.ERROR.value} KB900 {diagnostic.message}", file=sys.stderr)
         return EXIT_USAGE

@@ -25,6 +25,7 @@ from .units import QuantityError, Written, check_dimension, describe_dimension, 
 from .wikilinks import find_inline_values
 
 _ROW = re.compile(r"^([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
+_QUALIFIED_FIELD = re.compile(r"\b([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.([a-z_][a-z0-9_]*)")
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 DEFAULT_TOLERANCE = 0.01
 
@@ -575,19 +576,29 @@ class Computer:
                 raise FormulaError("KB509", f"'{row.group(1)}' has no row for '{row.group(2)}'"
                                             + (f" (rows: {', '.join(rows)})" if rows else ""))
             return rows[target.key]
-        qualified = expression.rsplit(".", 1)
-        if len(qualified) == 2 and QUALIFIED.match(qualified[0]):
-            target, _ = self.index.resolve(qualified[0])
+        qualified = _QUALIFIED_FIELD.fullmatch(expression)
+        if qualified:  # dir/id.field alone: that record's own value, with its own provenance
+            target, _ = self.index.resolve(qualified.group(1))
             if target is None:
-                raise FormulaError("KB509", f"no record '{qualified[0]}'")
-            value = self.field_or_cost(target, qualified[1])
+                raise FormulaError("KB509", f"no record '{qualified.group(1)}'")
+            value = self.field_or_cost(target, qualified.group(2))
             if value is None:
-                raise FormulaError("KB509", f"{target.key} has no value for '{qualified[1]}'")
+                raise FormulaError("KB509", f"{target.key} has no value for '{qualified.group(2)}'")
             return value
-        formula = parse_formula(expression)
+        # dir/id.field inside arithmetic: each qualified record becomes a bound name
+        bindings: dict[str, Record] = {}
+
+        def bind(match: re.Match) -> str:
+            target, _ = self.index.resolve(match.group(1))
+            if target is None:
+                raise FormulaError("KB509", f"no record '{match.group(1)}'")
+            name = f"ref{len(bindings) + 1}"
+            bindings[name] = target
+            return f"{name}.{match.group(2)}"
+        formula = parse_formula(_QUALIFIED_FIELD.sub(bind, expression))
         used: dict[str, Value] = {}
         try:
-            quantity = evaluate(formula, self.cost_lookup(record, "", {}, None, used), self.param_lookup(record, {}, used))
+            quantity = evaluate(formula, self.cost_lookup(record, "", bindings, None, used), self.param_lookup(record, bindings, used))
         except MissingName as exc:
             raise FormulaError("KB509", exc.message) from None
         if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):

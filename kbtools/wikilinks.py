@@ -67,13 +67,15 @@ def _inline_value_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
-@lru_cache(maxsize=1)
-def markdown() -> MarkdownIt:
+def new_parser() -> MarkdownIt:
     """CommonMark with tables, raw HTML off, the wikilink rule and inline values."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.inline.ruler.before("link", "kb_value", _inline_value_rule)
     return md
+
+
+markdown = lru_cache(maxsize=1)(new_parser)  # the shared parser `kb check` uses
 
 
 @dataclass(frozen=True)

@@ -445,3 +445,19 @@ def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
                       "stated 2.25 GB but 2 * model.kv_bytes_per_token * prefix_tokens = "
                       "2 × (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token = 4.497 GB; "
                       "the stated figure is 2× smaller than the recomputed one (tolerance 1%)"]
+
+
+def test_inline_arithmetic_over_qualified_fields(kb):
+    base(kb)
+    flop(kb, HIT_BYTES, body="""
+        Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]
+
+        8K tokens: {{ models/mla-model.kv_bytes_per_token * '8192 token' | MB }}; bad {{ models/none.kv_bytes_per_token * 2 }}.
+    """)
+    result = kb.check()
+    assert [l.split(" error ")[1] for l in result.find("KB509")] == [
+        "KB509 inline value {{ models/none.kv_bytes_per_token * 2 }}: no record 'models/none'"]
+    from kbtools.model import Settings
+    from kbtools.pipeline import check_corpus
+    inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
+    assert [v.rendered for v in inline] == ["575.7 MB", None]

@@ -1,0 +1,398 @@
+"""`kb build`: the checked corpus -> a static site of plain files with relative links.
+
+It reads the Corpus `kb check` produced (records, link graph, computed values) and
+never re-parses a file. Templates and static assets are the knowledge base's own
+theme in site/ (editable); pages go to site/_build/ (or --out).
+"""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from . import __version__
+from .calculator import calculator_model
+from .charts import Bar, Roof, bar_chart, neighbourhood, roofline
+from .compute import Value, substituted
+from .diagnostics import Diagnostic, Severity
+from .links import Index, backlinks, iter_references
+from .model import Corpus, Record
+from .render import BodyRenderer, safe_url, value_anchor
+from .units import format_number, registry
+
+ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
+SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
+
+
+def page_path(key: str | None) -> str:
+    """Where a page lives in the site: records at dir/id.html, indexes at dir/index.html."""
+    return "index.html" if key is None else f"{key}.html"
+
+
+def relative(from_page: str, to_page: str) -> str:
+    return posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
+
+
+class SiteBuilder:
+    def __init__(self, corpus: Corpus, out: Path):
+        self.corpus, self.out = corpus, out
+        self.registry = corpus.registry
+        self.index = Index(corpus)
+        theme = corpus.settings.root / "site"
+        self.theme = theme
+        self.env = Environment(loader=FileSystemLoader(str(theme / "templates")), autoescape=select_autoescape(default=True),
+                               trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["json_script"] = json_script
+        self.env.filters["plural"] = plural
+        self.errors_by_path: dict[str, list[Diagnostic]] = defaultdict(list)
+        for d in corpus.diagnostics:
+            self.errors_by_path[d.path].append(d)
+        self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)))
+        self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
+
+    # ------------------------------------------------------------ output
+    def write(self, rel: str, text: str) -> None:
+        path = self.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+    def render(self, template: str, page: str, **context: Any) -> None:
+        root = relative(page, "index.html").removesuffix("index.html") or "./"
+        context.setdefault("title", "")
+        html = self.env.get_template(template).render(
+            root=root, page=page, types=self.types_in_order, version=__version__, **context)
+        self.write(page, html)
+
+    def build(self) -> int:
+        self.out.mkdir(parents=True, exist_ok=True)
+        static = self.theme / "static"
+        if static.is_dir():
+            shutil.copytree(static, self.out / "static", dirs_exist_ok=True)
+        self.home()
+        for record_type in self.types_in_order:
+            self.type_index(record_type)
+        for key in self.corpus.records:
+            self.record_page(key)
+        self.graph_page()
+        self.write("static/graph-data.json", json.dumps(self.graph_data(), separators=(",", ":")))
+        return len(self.corpus.records)
+
+    # ------------------------------------------------------------ helpers for templates
+    def link(self, page: str, key: str) -> dict[str, str]:
+        record = self.corpus.records[key]
+        name = record.data.get("name")
+        return {"href": relative(page, page_path(key)), "label": name if isinstance(name, str) else record.id,
+                "key": key, "type": record.type or "", "status": str(record.data.get("status", ""))}
+
+    def value_view(self, page: str, value: Value | None, unit: str | None = None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        sources = [self.source_link(page, s) for s in value.sources]
+        view: dict[str, Any] = {
+            "text": value.shown(unit), "basis": value.basis, "vendor_claim": value.vendor_claim,
+            "note": value.note, "computed": value.computed, "sources": [s for s in sources if s],
+            "anchor": value_anchor(value.name), "confidence": value.confidence,
+        }
+        if value.computed and value.rows is None:
+            view["why"] = self.why(page, value)
+        if value.recomputed is not None:
+            view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}
+        if value.rows is not None:
+            view["rows"] = [{"link": self.link(page, row_key), "value": self.value_view(page, row, value.unit)}
+                            for row_key, row in value.rows]
+            view["formula"] = value.formula.text if value.formula else ""
+        return view
+
+    def why(self, page: str, value: Value) -> dict[str, Any]:
+        inputs = []
+        for name, used in value.inputs:
+            record = self.corpus.records.get(used.record)
+            inputs.append({
+                "name": name, "text": used.shown(), "basis": used.basis if not used.computed else "derived",
+                "link": self.link(page, used.record) if record else None,
+                "anchor": value_anchor(used.name),
+                "sources": [s for s in (self.source_link(page, s) for s in used.sources) if s],
+            })
+        return {"formula": value.formula.text if value.formula else "", "substituted": substituted(value),
+                "result": value.shown(), "input_basis": value.input_basis, "confidence": value.confidence, "inputs": inputs}
+
+    def source_link(self, page: str, source_id: str) -> dict[str, Any] | None:
+        record, _ = self.index.resolve(source_id)
+        if record is None:
+            return None
+        view = self.link(page, record.key)
+        url = record.data.get("url")
+        view["url"] = url if isinstance(url, str) and safe_url(url) else None
+        return view
+
+    def diagnostics_for(self, record: Record) -> list[dict[str, Any]]:
+        return [{"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
+                for d in self.errors_by_path.get(record.path, [])]
+
+    # ------------------------------------------------------------ pages
+    def home(self) -> None:
+        counts = Counter(r.type for r in self.corpus.records.values())
+        statuses = Counter(str(r.data.get("status")) for r in self.corpus.records.values())
+        by_type = [{"title": t.title, "dir": t.dir, "count": counts.get(t.name, 0), "href": f"{t.dir}/index.html",
+                    "description": t.schema.get("description", "")} for t in self.types_in_order]
+        seed = self.find_seed()
+        entries = []
+        if seed:
+            entries.append({"link": self.link("index.html", seed), "text": "The seed: a KV-cache prefix hit costs bytes ÷ the bandwidth of the tier the KV lives in, not FLOPs."})
+        tiers = self.registry.types.get("storage_tier")
+        if tiers:
+            entries.append({"link": {"href": f"{tiers.dir}/index.html", "label": "Storage tiers compared"}, "text": "Where KV can live and how fast a hit reads it back."})
+        accelerators = self.registry.types.get("accelerator")
+        if accelerators:
+            entries.append({"link": {"href": f"{accelerators.dir}/index.html", "label": "Accelerators"}, "text": "Memory, bandwidth, peak FLOP/s and ridge points, side by side."})
+        self.render("home.html", "index.html", title="", by_type=by_type, statuses=sorted(statuses.items()),
+                    total=len(self.corpus.records), entries=entries,
+                    errors=sum(d.severity is Severity.ERROR for d in self.corpus.diagnostics))
+
+    def find_seed(self) -> str | None:
+        for key, record in self.corpus.records.items():
+            if key.endswith("/eng-profile-kv-tiering-moves-flops-to-bytes"):
+                return key
+        return None
+
+    def type_index(self, record_type) -> None:
+        page = f"{record_type.dir}/index.html"
+        columns = record_type.columns
+        rows = []
+        for key, record in sorted(self.corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0])).lower()):
+            if record.type != record_type.name:
+                continue
+            computed = self.corpus.computed.get(key, {}).get("fields", {})
+            cells = []
+            for column in columns:
+                value = computed.get(column)
+                if value is not None:
+                    canonical = record_type.plan.properties[column].quantity
+                    unit = canonical if canonical not in (None, "*") else None
+                    cells.append({"text": value.shown(unit), "sort": _sort_key(value, unit), "basis": value.basis, "computed": value.computed})
+                else:
+                    raw = record.data.get(column)
+                    text = ", ".join(map(str, raw)) if isinstance(raw, list) else ("" if raw is None else str(raw))
+                    cells.append({"text": text, "sort": text.lower(), "basis": None, "computed": False})
+            rows.append({"link": self.link(page, key), "status": str(record.data.get("status", "")), "cells": cells})
+        chart = self.roofline_comparison(page) if record_type.name == "accelerator" else ""
+        self.render("type_index.html", page, title=record_type.title, record_type=record_type, columns=columns, rows=rows,
+                    chart=Markup(chart))
+
+    def record_page(self, key: str) -> None:
+        record = self.corpus.records[key]
+        record_type = self.registry.types.get(record.type)
+        page = page_path(key)
+        computed = self.corpus.computed.get(key, {})
+        fields = []
+        if record_type is not None:
+            refs = defaultdict(list)
+            for ref in iter_references(record, record_type.plan, set(self.registry.dirs)):
+                if len(ref.path) <= 2 and ref.path[0] not in SECTIONS:
+                    target, _ = self.index.resolve(ref.value)
+                    refs[ref.path[0]].append(self.link(page, target.key) if target else {"href": None, "label": ref.value})
+            for name in record_type.property_order:
+                if name in ENVELOPE or name in SECTIONS:
+                    continue
+                value = computed.get("fields", {}).get(name)
+                schema = record_type.schema.get("properties", {}).get(name, {})
+                if value is not None:
+                    fields.append({"name": name, "description": schema.get("description", ""), "value": self.value_view(page, value)})
+                elif name in refs:
+                    fields.append({"name": name, "description": schema.get("description", ""), "links": refs[name]})
+                elif name in record.data:
+                    raw = record.data[name]
+                    fields.append({"name": name, "description": schema.get("description", ""),
+                                   "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw)})
+        costs = [{"name": name, "label": (record.data.get("costs", {}).get(name) or {}).get("label", ""),
+                  "stated": _stated(record, name), "value": self.value_view(page, value)}
+                 for name, value in computed.get("costs", {}).items()]
+        inputs = self.inputs_view(page, record)
+        hardware = [{"parameter": self.link(page, self.index.resolve(pid)[0].key) if self.index.resolve(pid)[0] else {"label": pid, "href": None},
+                     "rows": [{"link": self.link(page, k), "value": self.value_view(page, v)} for k, v in table.items()],
+                     "chart": Markup(bar_chart([Bar(self.corpus.records[k].data.get("name", k), float(v.quantity.magnitude), pid,
+                                                    relative(page, page_path(k))) for k, v in table.items() if v is not None],
+                                               f"{next((v.quantity.units for v in table.values() if v), ''):~P}", pid, log=False)
+                                     if any(table.values()) else "")}
+                    for pid, table in computed.get("hardware", {}).items()]
+        rows = record.data.get("hardware_parameters") if isinstance(record.data.get("hardware_parameters"), list) else []
+        claims = record.data.get("claims") if isinstance(record.data.get("claims"), list) else []
+        sources = [s for s in (self.source_link(page, sid) for sid in record.data.get("sources") or [] if isinstance(sid, str)) if s]
+        outgoing = defaultdict(list)
+        if self.corpus.graph is not None and key in self.corpus.graph:
+            for _, target, data in self.corpus.graph.out_edges(key, data=True):
+                if target != key and self.link(page, target) not in outgoing[data["field"]]:
+                    outgoing[data["field"]].append(self.link(page, target))
+        incoming = {field: [self.link(page, k) for k in keys] for field, keys in backlinks(self.corpus, key).items()}
+        neighbours = {**{l["key"]: (l, "out") for links in outgoing.values() for l in links},
+                      **{l["key"]: (l, "in") for links in incoming.values() for l in links}}
+        graph_svg = neighbourhood((str(record.data.get("name", key)), record.type or "", page),
+                                  [(l["label"], l["type"], l["href"], d) for l, d in neighbours.values()])
+        self.render("record.html", page, title=str(record.data.get("name", key)), record=record, key=key,
+                    type_title=record_type.title if record_type else record.type, type_dir=record.dir,
+                    status=str(record.data.get("status", "")), confidence=record.data.get("confidence"),
+                    updated=record.data.get("updated"), notes=record.data.get("notes"),
+                    fields=fields, costs=costs, inputs=inputs, hardware=hardware, hardware_rows=rows, claims=claims,
+                    body=Markup(self.renderer.render(key)), sources=sources,
+                    outgoing=dict(sorted(outgoing.items())), incoming=incoming, graph=Markup(graph_svg),
+                    cost_chart=Markup(self.cost_chart(page, record, computed)),
+                    roofline=Markup(self.roofline_for(page, [key]) if record.type == "accelerator" else ""),
+                    parameter_chart=Markup(self.parameter_chart(page, record) if record.type == "hardware_parameter" else ""),
+                    calculator=calculator_model(self.corpus, key),
+                    diagnostics=self.diagnostics_for(record))
+
+    def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:
+        inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
+        out = []
+        for name, raw in inputs.items():
+            items = raw if isinstance(raw, list) else [raw]
+            links = []
+            for item in items:
+                target, _ = self.index.resolve(item) if isinstance(item, str) and "/" in item else (None, [])
+                if target:
+                    links.append(self.link(page, target.key))
+            out.append({"name": name, "links": links, "text": None if links else str(raw)})
+        return out
+
+    # ------------------------------------------------------------ pictures
+    def cost_chart(self, page: str, record: Record, computed: dict[str, Any]) -> str:
+        """Every time-valued table of a cost record on one log axis: hit paths against recompute."""
+        ureg = registry()
+        bars = []
+        for name, value in computed.get("costs", {}).items():
+            if value.rows is None or not value.rows:
+                continue
+            first = value.rows[0][1].quantity
+            if first is None or not first.is_compatible_with(ureg.second):
+                continue
+            label = (record.data.get("costs", {}).get(name) or {}).get("label") or name
+            for row_key, row in value.rows:
+                target = self.corpus.records[row_key]
+                bars.append(Bar(str(target.data.get("name", row_key)), float(row.quantity.to("ms").magnitude), label,
+                                relative(page, page_path(row_key))))
+        return bar_chart(bars, "ms", "Time per row, by cost (log scale)") if bars else ""
+
+    def roofs(self, page: str, keys: list[str], precisions=("bf16", "fp8", "fp4")) -> list[Roof]:
+        roofs = []
+        for key in keys:
+            fields = self.corpus.computed.get(key, {}).get("fields", {})
+            bandwidth = fields.get("memory_bandwidth")
+            if bandwidth is None:
+                continue
+            peaks = tuple((p, float(fields[f"peak_{p}_dense"].quantity.to("FLOP/s").magnitude))
+                          for p in precisions if fields.get(f"peak_{p}_dense") is not None)
+            if peaks:
+                name = self.corpus.records[key].data.get("name", key)
+                roofs.append(Roof(str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))))
+        return roofs
+
+    def roofline_for(self, page: str, keys: list[str]) -> str:
+        return roofline(self.roofs(page, keys), "Roofline: attainable dense FLOP/s by arithmetic intensity")
+
+    def roofline_comparison(self, page: str) -> str:
+        keys = [k for k, r in self.corpus.records.items() if r.type == "accelerator"]
+        return roofline(self.roofs(page, keys, ("fp8",)), "Rooflines compared (dense FP8)")
+
+    def parameter_chart(self, page: str, record: Record) -> str:
+        carried = record.data.get("carried_by") if isinstance(record.data.get("carried_by"), dict) else {}
+        bars = []
+        unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
+        for key, other in self.corpus.records.items():
+            field = carried.get(other.type)
+            value = self.corpus.computed.get(key, {}).get("fields", {}).get(field) if field else None
+            if value is not None and value.quantity is not None and unit:
+                try:
+                    bars.append(Bar(str(other.data.get("name", key)), float(value.quantity.to(unit).magnitude), other.type or "",
+                                    relative(page, page_path(key))))
+                except Exception:  # a dimension mismatch is reported by kb check (KB510)
+                    continue
+        bars.sort(key=lambda b: -b.value)
+        return bar_chart(bars, unit or "", f"{record.data.get('name', record.id)} by record", log=True) if bars else ""
+
+    # ------------------------------------------------------------ whole-corpus graph
+    def graph_data(self) -> dict[str, Any]:
+        nodes, index = [], {}
+        types = [t.name for t in self.types_in_order]
+        for i, (key, record) in enumerate(sorted(self.corpus.records.items())):
+            index[key] = i
+            nodes.append([key, str(record.data.get("name", key))[:80], types.index(record.type) if record.type in types else -1])
+        edges = set()
+        if self.corpus.graph is not None:
+            for source, target in self.corpus.graph.edges():
+                if source != target and source in index and target in index:
+                    edges.add((index[source], index[target]))
+        return {"types": types, "nodes": nodes, "edges": sorted(edges)}
+
+    def graph_page(self) -> None:
+        self.render("graph.html", "graph.html", title="Link graph", total=len(self.corpus.records))
+
+
+def plural(title: str) -> str:
+    return title + ("es" if title.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def json_script(data: Any) -> Markup:
+    """JSON for a <script type="application/json"> block: no '<' can end the block early."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+                  .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _stated(record: Record, name: str) -> str | None:
+    spec = (record.data.get("costs") or {}).get(name)
+    if isinstance(spec, dict) and "stated" in spec:
+        stated = spec["stated"]
+        return str(stated.get("value") if isinstance(stated, dict) else stated)
+    return None
+
+
+def _sort_key(value: Value, unit: str | None) -> str:
+    try:
+        magnitude = float(value.quantity.to(unit).magnitude) if unit else float(value.quantity.magnitude)
+    except Exception:
+        return ""
+    return f"{magnitude:.12e}"
+
+
+def run_pagefind(out: Path) -> str | None:
+    """Index the built pages for search; returns a warning text when it cannot."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pagefind", "--site", str(out), "--output-subdir", "pagefind"],
+                              capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"search index not built: {exc}"
+    if proc.returncode != 0:
+        return "search index not built: " + (proc.stderr.strip().splitlines() or ["pagefind failed"])[-1]
+    return None
+
+
+def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str | None]:
+    """Write the site into `out` atomically (a sibling temp dir swapped in), return (pages, warning)."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        count = SiteBuilder(corpus, staging).build()
+        warning = run_pagefind(staging) if search else None
+        old = out.with_name(f".{out.name}-old")
+        if old.exists():
+            shutil.rmtree(old)
+        if out.exists():
+            os.replace(out, old)
+        os.replace(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return count, warning

@@ -1,0 +1,127 @@
+"""The what-if calculator's model: a cost record's formulas exported for the browser.
+
+The browser does not get re-typed formulas: it gets the very syntax trees `kb`
+evaluates (parsed by formula.py), with every quantity already reduced to base
+units and a dimension vector, so site/static/calc.js is a generic tree walker that
+adds exponents on * and refuses to add unlike dimensions, exactly as pint does here.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .formula import FormulaError, _literal_number, parse_formula
+from .links import Index
+from .model import Corpus
+from .units import QuantityError, parse_quantity_text, parse_unit
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+
+
+def base(quantity: Any) -> dict[str, Any]:
+    """A quantity as {m: magnitude in base units, d: {dimension: exponent}}."""
+    reduced = quantity.to_base_units()
+    dims = {name.strip("[]"): power for name, power in reduced.dimensionality.items() if power}
+    return {"m": float(reduced.magnitude), "d": dims}
+
+
+def tree(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return {"q": base(parse_quantity_text(node.value, None))}
+        return {"q": {"m": float(node.value), "d": {}}}
+    if isinstance(node, ast.Name):
+        return {"name": node.id}
+    if isinstance(node, ast.Attribute):
+        return {"attr": [node.value.id, node.attr]}
+    if isinstance(node, ast.UnaryOp):
+        inner = tree(node.operand)
+        return {"neg": inner} if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Pow):
+            return {"pow": [tree(node.left), _literal_number(node.right)]}
+        return {"op": _OPS[type(node.op)], "l": tree(node.left), "r": tree(node.right)}
+    if isinstance(node, ast.Call):
+        if node.func.id == "param":
+            return {"param": [node.args[0].id, node.args[1].value]}
+        return {"call": node.func.id, "args": [tree(a) for a in node.args]}
+    raise FormulaError("KB501", f"cannot export {type(node).__name__}")
+
+
+def calculator_model(corpus: Corpus, key: str) -> dict[str, Any] | None:
+    record = corpus.records[key]
+    costs = record.data.get("costs")
+    computed = corpus.computed.get(key, {}).get("costs", {})
+    if not isinstance(costs, dict) or not computed or len(computed) != len(costs):
+        return None  # only records whose every cost computed get a calculator
+    index = Index(corpus)
+    records: dict[str, dict[str, Any]] = {}
+
+    def export_record(target_key: str) -> None:
+        if target_key in records:
+            return
+        target = corpus.records[target_key]
+        entry = corpus.computed.get(target_key, {})
+        values = {name: base(v.quantity) for name, v in entry.get("fields", {}).items() if v.quantity is not None}
+        values.update({name: base(v.quantity) for name, v in entry.get("costs", {}).items() if v.quantity is not None})
+        refs = {}
+        record_type = corpus.registry.types.get(target.type)
+        for name, plan in (record_type.plan.properties.items() if record_type else []):
+            raw = target.data.get(name)
+            if plan.ref_types and isinstance(raw, str):
+                resolved, _ = index.resolve(raw)
+                if resolved:
+                    refs[name] = resolved.key
+            elif plan.items is not None and plan.items.ref_types and isinstance(raw, list):
+                refs[name] = [index.resolve(x)[0].key for x in raw if isinstance(x, str) and index.resolve(x)[0]]
+        records[target_key] = {"label": str(target.data.get("name", target_key)), "type": target.type,
+                               "values": values, "refs": refs}
+
+    export_record(key)
+    inputs = []
+    for name, raw in (record.data.get("inputs") or {}).items():
+        items = raw if isinstance(raw, list) else [raw]
+        targets = [index.resolve(x)[0] for x in items if isinstance(x, str) and "/" in x]
+        if targets and all(targets):
+            types = {t.type for t in targets}
+            choices = sorted((k for k, r in corpus.records.items() if r.type in types), key=lambda k: corpus.records[k].data.get("name", k))
+            for choice in choices:
+                export_record(choice)
+            keys = [t.key for t in targets]
+            inputs.append({"name": name, "kind": "list" if isinstance(raw, list) else "ref",
+                           "value": keys if isinstance(raw, list) else keys[0], "choices": choices})
+        else:
+            try:
+                quantity = parse_quantity_text(raw["value"] if isinstance(raw, dict) else raw, "" if isinstance(raw, (int, float)) else None)
+            except (QuantityError, KeyError, TypeError):
+                return None
+            unit = f"{quantity.units:~P}"
+            inputs.append({"name": name, "kind": "quantity", "value": float(quantity.magnitude), "unit": unit,
+                           "factor": base(quantity.units * 1)["m"], "d": base(quantity)["d"]})
+    # rows of for_each over the record's own reference lists, and their referenced records
+    for refs in list(records[key]["refs"].values()):
+        for target_key in refs if isinstance(refs, list) else [refs]:
+            export_record(target_key)
+    for target_key in list(records):
+        for refs in list(records[target_key]["refs"].values()):
+            for nested in refs if isinstance(refs, list) else [refs]:
+                if nested in corpus.records and corpus.records[nested].type != "source":
+                    export_record(nested)
+    parameters = {r.id: r.data.get("carried_by") for r in corpus.records.values()
+                  if r.type == "hardware_parameter" and isinstance(r.data.get("carried_by"), dict)}
+    exported_costs = []
+    for name, spec in costs.items():
+        try:
+            formula = parse_formula(spec["formula"])
+            unit = parse_unit(spec["unit"])
+            exported = {"name": name, "label": spec.get("label", ""), "tree": tree(formula.tree), "formula": formula.text,
+                        "unit": spec["unit"], "factor": base(1 * unit)["m"]}
+        except (FormulaError, QuantityError, KeyError):
+            return None
+        if isinstance(spec.get("for_each"), dict) and spec["for_each"]:
+            exported["for_each"] = list(next(iter(spec["for_each"].items())))
+        exported_costs.append(exported)
+    expected = {name: ([[k, v.quantity.magnitude] for k, v in value.rows] if value.rows is not None else value.quantity.magnitude)
+                for name, value in computed.items()}
+    return {"record": key, "inputs": inputs, "costs": exported_costs, "records": records,
+            "parameters": parameters, "expected": expected}

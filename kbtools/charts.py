@@ -1,0 +1,167 @@
+"""Pictures drawn at build time as inline SVG: no chart library runs in the browser.
+
+Every label is escaped; colours come from CSS classes (the theme decides them, in
+light and dark), so the SVG carries no style attribute and passes a strict CSP.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+
+from .units import format_number
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float  # in the chart's unit
+    group: str  # series name: bars of one group share a colour
+    href: str | None = None
+    note: str = ""
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    start, end = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    return [10.0 ** e for e in range(start, end + 1)]
+
+
+def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
+    """Horizontal bars, one per row, on a log (or linear) axis; groups get classes series-0..n."""
+    bars = [b for b in bars if b.value > 0 and math.isfinite(b.value)]
+    if not bars:
+        return ""
+    groups = list(dict.fromkeys(b.group for b in bars))
+    row, label_w, width = 22, 250, 760
+    legend_rows, x = 1, 0
+    for group in groups:  # legend entries flow left to right, wrapping
+        w = 24 + 6.2 * len(group)
+        if x + w > width and x > 0:
+            legend_rows, x = legend_rows + 1, 0
+        x += w
+    top = 28 + 16 * legend_rows
+    plot_w = width - label_w - 90
+    height = top + row * len(bars) + 40
+    values = [b.value for b in bars]
+    if log:
+        ticks = _log_ticks(min(values), max(values))
+        lo, hi = math.log10(ticks[0]), math.log10(ticks[-1])
+        scale = lambda v: (math.log10(v) - lo) / ((hi - lo) or 1) * plot_w  # noqa: E731
+    else:
+        top_value = max(values) * 1.1
+        ticks = [top_value * i / 4 for i in range(5)]
+        scale = lambda v: v / top_value * plot_w  # noqa: E731
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+           f'<title>{escape(title)}</title>',
+           f'<text class="chart-title" x="0" y="16">{escape(title)}</text>']
+    for tick in ticks:
+        x = label_w + scale(tick)
+        out.append(f'<line class="grid" x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 30}"/>')
+        out.append(f'<text class="tick" x="{x:.1f}" y="{height - 14}" text-anchor="middle">{escape(format_number(tick))}</text>')
+    out.append(f'<text class="tick" x="{width - 4}" y="{height - 14}" text-anchor="end">{escape(unit)}{" (log)" if log else ""}</text>')
+    for i, bar in enumerate(bars):
+        y = top + i * row
+        w = max(scale(bar.value), 1.5)
+        series = groups.index(bar.group)
+        short = bar.label if len(bar.label) <= 38 else bar.label[:36] + "…"
+        label = escape(bar.label)
+        text = f'<a href="{escape(bar.href)}">{escape(short)}</a>' if bar.href else escape(short)
+        out.append(f'<text class="bar-label" x="{label_w - 8}" y="{y + 15}" text-anchor="end">{text}</text>')
+        out.append(f'<rect class="bar series-{series}" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 7}">'
+                   f'<title>{label}: {escape(format_number(bar.value))} {escape(unit)}{escape(bar.note)}</title></rect>')
+        out.append(f'<text class="bar-value" x="{label_w + w + 5:.1f}" y="{y + 15}">{escape(format_number(bar.value))}</text>')
+    legend_x, legend_y = 0, 24
+    for series, group in enumerate(groups):
+        w = 24 + 6.2 * len(group)
+        if legend_x + w > width and legend_x > 0:
+            legend_x, legend_y = 0, legend_y + 16
+        out.append(f'<rect class="bar series-{series}" x="{legend_x}" y="{legend_y}" width="10" height="10"/>'
+                   f'<text class="legend" x="{legend_x + 14}" y="{legend_y + 9}">{escape(group)}</text>')
+        legend_x += w
+    out.append("</svg>")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Roof:
+    label: str
+    bandwidth: float  # bytes/s
+    peaks: tuple[tuple[str, float], ...]  # (precision, FLOP/s)
+    href: str | None = None
+
+
+def roofline(roofs: list[Roof], title: str) -> str:
+    """Attainable FLOP/s = min(peak, intensity × bandwidth), log-log, with each ridge point marked."""
+    roofs = [r for r in roofs if r.bandwidth > 0 and r.peaks]
+    if not roofs:
+        return ""
+    lines = sum(len(r.peaks) for r in roofs)
+    width, left, bottom, top = 760, 70, 40, 40
+    plot_w, plot_h = width - left - 20, 300
+    height = top + plot_h + bottom + 16 * lines + 10
+    x_lo, x_hi = 1.0, 10_000.0  # FLOP/B
+    peaks = [p for r in roofs for _, p in r.peaks]
+    y_hi = 10 ** math.ceil(math.log10(max(peaks)))
+    y_lo = 10 ** math.floor(math.log10(min(r.bandwidth * x_lo for r in roofs)))
+    sx = lambda v: left + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * plot_w  # noqa: E731
+    sy = lambda v: top + plot_h - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * plot_h  # noqa: E731
+    out = [f'<svg class="chart roofline" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+           f'<title>{escape(title)}</title><text class="chart-title" x="0" y="16">{escape(title)}</text>']
+    for tick in _log_ticks(x_lo, x_hi):
+        out.append(f'<line class="grid" x1="{sx(tick):.1f}" y1="{top}" x2="{sx(tick):.1f}" y2="{top + plot_h}"/>'
+                   f'<text class="tick" x="{sx(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{format_number(tick)}</text>')
+    for tick in _log_ticks(y_lo, y_hi):
+        out.append(f'<line class="grid" x1="{left}" y1="{sy(tick):.1f}" x2="{left + plot_w}" y2="{sy(tick):.1f}"/>'
+                   f'<text class="tick" x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{escape(_flops(tick))}</text>')
+    axis_y = top + plot_h + 32
+    out.append(f'<text class="tick" x="{left + plot_w / 2:.0f}" y="{axis_y}" text-anchor="middle">arithmetic intensity, FLOP/byte (log)</text>')
+    series = 0
+    for roof in roofs:
+        for precision, peak in roof.peaks:
+            ridge = peak / roof.bandwidth
+            points = [(x_lo, roof.bandwidth * x_lo), (ridge, peak), (x_hi, peak)]
+            path = " ".join(f"{sx(x):.1f},{sy(min(y, y_hi)):.1f}" for x, y in points)
+            name = f"{roof.label} {precision}"
+            out.append(f'<polyline class="roof series-{series % 8}" points="{path}"><title>{escape(name)}: ridge at '
+                       f'{escape(format_number(ridge))} FLOP/B</title></polyline>')
+            out.append(f'<circle class="ridge series-{series % 8}" cx="{sx(ridge):.1f}" cy="{sy(peak):.1f}" r="3.5"/>')
+            legend_x, legend_y = left, axis_y + 20 + 16 * series
+            out.append(f'<text class="legend" x="{legend_x:.0f}" y="{legend_y}">'
+                       f'<tspan class="swatch series-{series % 8}">■</tspan> {escape(name)}: ridge {escape(format_number(ridge))} FLOP/B</text>')
+            series += 1
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _flops(value: float) -> str:
+    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G")):
+        if value >= scale:
+            return f"{format_number(value / scale)} {prefix}FLOP/s"
+    return f"{format_number(value)} FLOP/s"
+
+
+def neighbourhood(center: tuple[str, str, str], nodes: list[tuple[str, str, str, str]]) -> str:
+    """The record in the middle, its links around it: (label, type, href[, direction])."""
+    if not nodes:
+        return ""
+    width, height = 760, 420
+    cx, cy, radius = width / 2, height / 2, 160
+    out = [f'<svg class="chart graph" viewBox="0 0 {width} {height}" role="img" aria-label="links of {escape(center[0])}" xmlns="http://www.w3.org/2000/svg">']
+    shown = nodes[:36]
+    for i, (label, kind, href, direction) in enumerate(shown):
+        angle = 2 * math.pi * i / len(shown) - math.pi / 2
+        x, y = cx + radius * 1.7 * math.cos(angle), cy + radius * math.sin(angle)
+        out.append(f'<line class="edge edge-{direction}" x1="{cx:.0f}" y1="{cy:.0f}" x2="{x:.0f}" y2="{y:.0f}"/>')
+    for i, (label, kind, href, direction) in enumerate(shown):
+        angle = 2 * math.pi * i / len(shown) - math.pi / 2
+        x, y = cx + radius * 1.7 * math.cos(angle), cy + radius * math.sin(angle)
+        anchor = "start" if math.cos(angle) > 0.2 else "end" if math.cos(angle) < -0.2 else "middle"
+        dx = 8 if anchor == "start" else -8 if anchor == "end" else 0
+        out.append(f'<a href="{escape(href)}"><circle class="node type-{escape(kind)}" cx="{x:.0f}" cy="{y:.0f}" r="6"/>'
+                   f'<text class="node-label" x="{x + dx:.0f}" y="{y + 4:.0f}" text-anchor="{anchor}">{escape(label[:38])}</text></a>')
+    out.append(f'<circle class="node node-center type-{escape(center[1])}" cx="{cx:.0f}" cy="{cy:.0f}" r="10"/>'
+               f'<text class="node-label node-center-label" x="{cx:.0f}" y="{cy - 16:.0f}" text-anchor="middle">{escape(center[0][:50])}</text>')
+    if len(nodes) > len(shown):
+        out.append(f'<text class="tick" x="4" y="{height - 6}">+{len(nodes) - len(shown)} more (listed below)</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,192 @@
+// The what-if calculator: evaluates the syntax trees kb exported (calculator.py) with
+// dimension vectors, so units are checked here exactly as kb checks them.
+"use strict";
+
+(function () {
+  const form = document.querySelector("form.calc-inputs");
+  if (!form) return;
+  const model = JSON.parse(document.getElementById(form.dataset.calculator).textContent);
+  const output = document.querySelector(".calc-output");
+
+  const dims = (a, b, sign) => {
+    const out = Object.assign({}, a);
+    for (const [k, v] of Object.entries(b)) { out[k] = (out[k] || 0) + sign * v; if (out[k] === 0) delete out[k]; }
+    return out;
+  };
+  const same = (a, b) => { const k = new Set([...Object.keys(a), ...Object.keys(b)]); for (const x of k) if ((a[x] || 0) !== (b[x] || 0)) return false; return true; };
+  const fail = (message) => { throw new Error(message); };
+
+  function evaluate(node, scope) {
+    if (node.q) return node.q;
+    if (node.name !== undefined) return scope.name(node.name);
+    if (node.attr) return scope.attr(node.attr[0], node.attr[1]);
+    if (node.neg) { const v = evaluate(node.neg, scope); return { m: -v.m, d: v.d }; }
+    if (node.pow) { const v = evaluate(node.pow[0], scope); const e = node.pow[1]; const d = {}; for (const [k, x] of Object.entries(v.d)) d[k] = x * e; return { m: Math.pow(v.m, e), d }; }
+    if (node.param) return scope.param(node.param[0], node.param[1]);
+    if (node.call) {
+      const args = node.call === "min" || node.call === "max"
+        ? node.args.flatMap((a) => { const v = evaluate(a, scope); return v.rows ? Object.values(v.rows) : [v]; })
+        : node.args.map((a) => evaluate(a, scope));
+      if (node.call === "min" || node.call === "max") {
+        args.forEach((a) => same(a.d, args[0].d) || fail(`${node.call}() of unlike units`));
+        return args.reduce((best, v) => ((node.call === "min" ? v.m < best.m : v.m > best.m) ? v : best));
+      }
+      const v = args[0];
+      if (node.call === "abs") return { m: Math.abs(v.m), d: v.d };
+      if (node.call === "sqrt") { const d = {}; for (const [k, x] of Object.entries(v.d)) d[k] = x / 2; return { m: Math.sqrt(v.m), d }; }
+      Object.keys(v.d).length === 0 || fail(`${node.call}() needs a plain number`);
+      return { m: node.call === "ceil" ? Math.ceil(v.m) : Math.floor(v.m), d: {} };
+    }
+    const l = evaluate(node.l, scope), r = evaluate(node.r, scope);
+    if (l.rows || r.rows) fail("a table needs min() or max(), or the same for_each");
+    switch (node.op) {
+      case "+": case "-": same(l.d, r.d) || fail("cannot add unlike units"); return { m: node.op === "+" ? l.m + r.m : l.m - r.m, d: l.d };
+      case "*": return { m: l.m * r.m, d: dims(l.d, r.d, 1) };
+      case "/": r.m !== 0 || fail("division by zero"); return { m: l.m / r.m, d: dims(l.d, r.d, -1) };
+    }
+    return fail("unknown node");
+  }
+
+  function state() {
+    const values = {};
+    for (const input of model.inputs) {
+      if (input.kind === "quantity") {
+        const field = form.elements[`in-${input.name}`];
+        values[input.name] = { value: { m: parseFloat(field.value) * input.factor, d: input.d } };
+      } else if (input.kind === "ref") {
+        values[input.name] = { ref: form.elements[`in-${input.name}`].value };
+      } else {
+        values[input.name] = { list: Array.from(form.querySelectorAll(`input[name="in-${input.name}"]:checked`)).map((c) => c.value) };
+      }
+    }
+    return values;
+  }
+
+  function run(values) {
+    const record = model.records[model.record];
+    const memo = {};
+    const recordOf = (name, bindings) => {
+      if (name in bindings) return bindings[name];
+      if (values[name] && values[name].ref) return values[name].ref;
+      if (name in record.refs && typeof record.refs[name] === "string") return record.refs[name];
+      return fail(`'${name}' is not a record`);
+    };
+    const valueOf = (key, field) => {
+      const target = model.records[key] || fail(`no data for ${key}`);
+      if (key === model.record && model.costs.some((c) => c.name === field)) return cost(field, {}, null);
+      return target.values[field] || fail(`${target.label} has no ${field}`);
+    };
+    const scopeFor = (bindings, row) => ({
+      name: (n) => {
+        if (values[n] && values[n].value) return values[n].value;
+        if (model.costs.some((c) => c.name === n)) {
+          const v = cost(n, bindings, row);
+          return v.rows && row && v.rows[row] ? v.rows[row] : v;
+        }
+        return record.values[n] || fail(`'${n}' has no value`);
+      },
+      attr: (n, f) => valueOf(recordOf(n, bindings), f),
+      param: (n, id) => {
+        const key = recordOf(n, bindings);
+        const field = (model.parameters[id] || {})[model.records[key].type] || fail(`${id} is not carried by ${model.records[key].type}`);
+        return valueOf(key, field);
+      },
+    });
+    function cost(name, bindings, row) {
+      const spec = model.costs.find((c) => c.name === name);
+      if (spec.for_each) {
+        if (memo[name]) return memo[name];
+        const [variable, list] = spec.for_each;
+        const keys = values[list] ? values[list].list : record.refs[list] || [];
+        const rows = {};
+        for (const key of keys) rows[key] = evaluate(spec.tree, scopeFor({ ...bindings, [variable]: key }, key));
+        return (memo[name] = { rows });
+      }
+      if (!memo[name]) memo[name] = evaluate(spec.tree, scopeFor(bindings, row));
+      return memo[name];
+    }
+    const results = {};
+    for (const spec of model.costs) results[spec.name] = cost(spec.name, {}, null);
+    return results;
+  }
+
+  // the same rules as kbtools.units.format_number, so both show the same digits
+  const format = (v) => {
+    if (v === 0) return "0";
+    if (!isFinite(v)) return String(v);
+    if (Number.isInteger(v) && Math.abs(v) < 1e12) return v.toLocaleString("en-US");
+    if (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e12) {
+      const digits = Math.max(0, 3 - Math.floor(Math.log10(Math.abs(v))));
+      return v.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: digits });
+    }
+    return v.toPrecision(4).replace(/e\+?/, "e+").replace("e+-", "e-");
+  };
+
+  function render() {
+    const table = document.createElement("table");
+    table.className = "rows";
+    table.innerHTML = "<thead><tr><th scope='col'>cost</th><th scope='col'>row</th><th scope='col'>value</th></tr></thead>";
+    const body = document.createElement("tbody");
+    try {
+      const results = run(state());
+      for (const spec of model.costs) {
+        const result = results[spec.name];
+        const entries = result.rows ? Object.entries(result.rows) : [[null, result]];
+        for (const [key, v] of entries) {
+          const tr = document.createElement("tr");
+          tr.dataset.cost = spec.name;
+          if (key) tr.dataset.row = key;
+          const cells = [spec.label || spec.name, key ? model.records[key].label : "", `${format(v.m / spec.factor)} ${spec.unit}`];
+          cells.forEach((text, i) => { const td = document.createElement("td"); td.textContent = text; if (i === 2) td.className = "calc-value"; tr.appendChild(td); });
+          body.appendChild(tr);
+        }
+      }
+      table.appendChild(body);
+      output.replaceChildren(table);
+    } catch (error) {
+      const p = document.createElement("p");
+      p.className = "calc-error";
+      p.textContent = error.message;
+      output.replaceChildren(p);
+    }
+  }
+
+  for (const input of model.inputs) {
+    if (input.kind === "quantity") {
+      const label = document.createElement("label");
+      label.textContent = input.unit ? `${input.name} (${input.unit})` : input.name;
+      const field = document.createElement("input");
+      field.type = "number"; field.name = `in-${input.name}`; field.value = input.value; field.step = "any"; field.min = "0";
+      label.appendChild(field);
+      form.appendChild(label);
+    } else if (input.kind === "ref") {
+      const label = document.createElement("label");
+      label.textContent = input.name;
+      const select = document.createElement("select");
+      select.name = `in-${input.name}`;
+      for (const key of input.choices) {
+        const option = document.createElement("option");
+        option.value = key; option.textContent = model.records[key].label; option.selected = key === input.value;
+        select.appendChild(option);
+      }
+      label.appendChild(select);
+      form.appendChild(label);
+    } else {
+      const set = document.createElement("fieldset");
+      const legend = document.createElement("legend");
+      legend.textContent = input.name;
+      set.appendChild(legend);
+      for (const key of input.choices) {
+        const label = document.createElement("label");
+        const box = document.createElement("input");
+        box.type = "checkbox"; box.name = `in-${input.name}`; box.value = key; box.checked = input.value.includes(key);
+        label.append(box, model.records[key].label);
+        set.appendChild(label);
+      }
+      form.appendChild(set);
+    }
+  }
+  form.addEventListener("input", render);
+  form.addEventListener("submit", (event) => event.preventDefault());
+  render();
+})();

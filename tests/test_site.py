@@ -1,0 +1,211 @@
+"""The built site in a real browser (Debian's Chromium via Playwright), from a user's side."""
+from __future__ import annotations
+
+import html.parser
+import json
+import posixpath
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import REPO
+from site_support import ARTIFACTS, PageWatch, browser, serve
+
+SEED = "flops/eng-profile-kv-tiering-moves-flops-to-bytes"
+KB = str(Path(sys.executable).parent / "kb")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site") / "_build"
+    proc = subprocess.run([KB, "build", "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def web(site):
+    with serve(site) as url, browser() as chromium:
+        yield url, chromium
+
+
+class Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids, self.scripts = [], set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag in ("a", "link") and attrs.get("href"):
+            self.links.append(attrs["href"])
+        if tag == "script":
+            self.scripts.append(attrs)
+
+
+def parse(path: Path) -> Links:
+    parser = Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if "pagefind" not in p.parts)
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    parsed = {p: parse(p) for p in pages(site)}
+    broken = []
+    for page, found in parsed.items():
+        for href in found.links:
+            url = urlparse(href)
+            if url.scheme in ("http", "https", "mailto"):
+                continue
+            assert not url.scheme, f"{page}: unexpected link scheme {href}"
+            target = (page.parent / unquote(url.path)).resolve() if url.path else page
+            if not target.exists():
+                broken.append(f"{page.relative_to(site)} -> {href}")
+            elif url.fragment and target.suffix == ".html":
+                ids = parsed[target].ids if target in parsed else parse(target).ids
+                if url.fragment not in ids:
+                    broken.append(f"{page.relative_to(site)} -> {href} (no #{url.fragment})")
+    assert broken == []
+    assert len(parsed) >= 80
+
+
+def test_pages_load_without_console_errors(site, web):
+    url, chromium = web
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    failures = {}
+    for page in pages(site):
+        rel = page.relative_to(site).as_posix()
+        watch.problems.clear()
+        watch.page.goto(url + rel, wait_until="load")
+        if rel == "graph.html":
+            watch.page.wait_for_selector("canvas[data-ready]")
+        if watch.problems:
+            failures[rel] = list(watch.problems)
+    context.close()
+    assert failures == {}
+
+
+def test_seed_page_shows_chart_and_computed_bytes(web):
+    url, chromium = web
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    watch = PageWatch(context)
+    watch.page.goto(url + SEED + ".html")
+    body = watch.page.locator("section.body")
+    assert "2.249 GB" in body.inner_text()  # {{ hit_path_bytes | GB }}, computed by kb
+    assert "stated 2.25 GB" in watch.page.locator("#v-hit_path_bytes").inner_text()
+    chart = watch.page.locator("section.costs svg.chart")
+    assert chart.count() == 1
+    assert chart.locator("rect.bar").count() >= 14
+    labels = chart.text_content()
+    assert "Object storage" in labels and "NVIDIA H200 SXM" in labels
+    assert watch.problems == []
+    context.close()
+
+
+def test_search_for_prefix_hit_finds_the_seed(web):
+    url, chromium = web
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    watch.page.goto(url + "index.html")
+    watch.page.fill("form.search input", "prefix hit")
+    watch.page.wait_for_selector("form.search .search-results a")
+    hrefs = watch.page.eval_on_selector_all("form.search .search-results a", "els => els.map(e => e.getAttribute('href'))")
+    assert any(SEED in href for href in hrefs), hrefs
+    assert watch.problems == []
+    context.close()
+
+
+def expected_rows(site: Path) -> dict:
+    """kb explain's figures for the seed, read from the JSON model kb wrote into the page."""
+    text = (site / (SEED + ".html")).read_text()
+    model = json.loads(re.search(r'<script type="application/json" id="calculator-model">(.*?)</script>', text, re.S).group(1))
+    return model
+
+
+def explain_value(target: str) -> str:
+    proc = subprocess.run([KB, "explain", target], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_calculator_matches_kb_explain_and_reacts(site, web):
+    url, chromium = web
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    watch.page.goto(url + SEED + ".html")
+    cell = watch.page.locator("tr[data-cost=hit_path_bytes] td.calc-value")
+    default = cell.inner_text()
+    assert f"= {default}" in explain_value(f"{SEED}.hit_path_bytes").splitlines()[0]
+    s3 = watch.page.locator("tr[data-cost=hit_path_time][data-row='storage-tiers/object-storage-s3'] td.calc-value").inner_text()
+    assert f"storage-tiers/object-storage-s3: {s3} =" in explain_value(f"{SEED}.hit_path_time")
+    recompute = watch.page.locator("tr[data-cost=recompute_time_at_peak][data-row='accelerators/nvidia-h200-sxm'] td.calc-value").inner_text()
+    assert f"accelerators/nvidia-h200-sxm: {recompute} =" in explain_value(f"{SEED}.recompute_time_at_peak")
+    watch.page.fill("input[name=in-prefix_tokens]", "64000")
+    assert cell.inner_text() != default
+    assert cell.inner_text() == "4.497 GB"
+    model = watch.page.locator("select[name=in-model]")
+    options = model.locator("option").all_inner_texts()
+    assert len(options) >= 2
+    watch.page.select_option("select[name=in-model]", "models/llama-3-1-70b")
+    assert cell.inner_text() == "20.97 GB"  # 327,680 B/token × 64,000 token
+    assert watch.problems == []
+    context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_screenshots(web, scheme):
+    """Saved for people to look at (test-artifacts/); the test checks the pages render at all."""
+    url, chromium = web
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    watch = PageWatch(context)
+    for name, path in [("home", "index.html"), ("accelerators", "accelerators/index.html"),
+                       ("seed", SEED + ".html"), ("graph", "graph.html")]:
+        watch.page.goto(url + path)
+        if name == "graph":
+            watch.page.wait_for_selector("canvas[data-ready]")
+        shot = ARTIFACTS / f"{name}-{scheme}.png"
+        watch.page.screenshot(path=str(shot), full_page=name != "graph")
+        assert shot.stat().st_size > 10_000
+    assert watch.problems == []
+    context.close()
+
+
+def test_type_index_sorts_and_filters(web):
+    url, chromium = web
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    watch.page.goto(url + "accelerators/index.html")
+    rows = watch.page.locator("table.records tbody tr")
+    total = rows.count()
+    watch.page.fill(".table-filter", "NVIDIA")
+    visible = watch.page.locator("table.records tbody tr:visible").count()
+    assert 0 < visible < total
+    header = watch.page.locator("th", has_text="memory bandwidth")
+    header.click()
+    header.click()  # descending
+    first = watch.page.locator("table.records tbody tr:visible").first.inner_text()
+    assert "B200" in first or "GB200" in first
+    context.close()
+
+
+def test_site_reads_without_javascript(site, web):
+    url, chromium = web
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(url + "accelerators/index.html")
+    assert page.locator("table.records tbody tr").count() >= 5
+    page.goto(url + SEED + ".html")
+    assert "2.249 GB" in page.locator("section.body").inner_text()
+    context.close()
