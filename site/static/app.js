@@ -45,17 +45,31 @@ function search() {
   const input = form.querySelector("input");
   const box = form.querySelector(".search-results");
   let pagefind = null;
-  let failed = false;
-  const load = async () => {
-    if (pagefind || failed) return pagefind;
+  const selects = {};
+  let loading = null;
+  const load = () => (loading = loading || init());  // one import, however many callers
+  const init = async () => {
     try {
       pagefind = await import(new URL(form.dataset.pagefind, document.baseURI).href);
       await pagefind.init();
+      // filters by type and status, from the data-pagefind-filter marks on record pages
+      const available = await pagefind.filters();
+      for (const name of ["type", "status"]) {
+        const select = document.createElement("select");
+        select.setAttribute("aria-label", `Filter search by ${name}`);
+        select.className = `search-filter search-filter-${name}`;
+        select.append(new Option(`any ${name}`, ""));
+        for (const value of Object.keys(available[name] || {}).sort()) select.append(new Option(value, value));
+        select.addEventListener("change", () => input.dispatchEvent(new Event("input")));
+        selects[name] = select;
+        form.insertBefore(select, box);
+      }
     } catch (error) {
-      failed = true;
+      pagefind = null;
     }
     return pagefind;
   };
+  input.addEventListener("focus", load, { once: true });
   const show = (nodes) => { box.replaceChildren(...nodes); box.hidden = nodes.length === 0; };
   const note = (text) => { const p = document.createElement("p"); p.textContent = text; return p; };
   let generation = 0;
@@ -65,7 +79,9 @@ function search() {
     if (!query) { show([]); return; }
     const engine = await load();
     if (!engine) { show([note("Search needs the site served over HTTP (python -m http.server).")]); return; }
-    const found = await engine.debouncedSearch(query, {}, 200);
+    const filters = {};
+    for (const [name, select] of Object.entries(selects)) if (select.value) filters[name] = select.value;
+    const found = await engine.debouncedSearch(query, { filters }, 200);
     if (!found || mine !== generation) return;
     const results = await Promise.all(found.results.slice(0, 8).map((r) => r.data()));
     if (mine !== generation) return;
