@@ -214,7 +214,8 @@ class SiteBuilder:
                     fields.append({"name": name, "description": schema.get("description", ""), "links": refs[name]})
                 elif name in record.data:
                     raw = record.data[name]
-                    fields.append({"name": name, "description": schema.get("description", ""),
+                    url = raw if schema.get("format") == "uri" and isinstance(raw, str) and safe_url(raw) and raw.startswith("http") else None
+                    fields.append({"name": name, "description": schema.get("description", ""), "url": url,
                                    "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw)})
         costs = [{"name": name, "label": (record.data.get("costs", {}).get(name) or {}).get("label", ""),
                   "stated": _stated(record, name), "value": self.value_view(page, value)}
@@ -233,8 +234,10 @@ class SiteBuilder:
         outgoing = defaultdict(list)
         if self.corpus.graph is not None and key in self.corpus.graph:
             for _, target, data in self.corpus.graph.out_edges(key, data=True):
-                if target != key and self.link(page, target) not in outgoing[data["field"]]:
-                    outgoing[data["field"]].append(self.link(page, target))
+                # each figure's own long-form source joins one group rather than one per field
+                field = "sources (per figure)" if data["field"].endswith(".source") else data["field"]
+                if target != key and self.link(page, target) not in outgoing[field]:
+                    outgoing[field].append(self.link(page, target))
         incoming = {field: [self.link(page, k) for k in keys] for field, keys in backlinks(self.corpus, key).items()}
         neighbours = {**{l["key"]: (l, "out") for links in outgoing.values() for l in links},
                       **{l["key"]: (l, "in") for links in incoming.values() for l in links}}

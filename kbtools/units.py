@@ -136,7 +136,7 @@ def format_number(value: float) -> str:
 def format_quantity(quantity: pint.Quantity, unit: str | None = None) -> str:
     if unit:
         quantity = quantity.to(parse_unit(unit))
-        unit_text = unit
+        unit_text = "" if unit.strip() in ("1", "dimensionless") else unit
     else:
         unit_text = f"{quantity.units:~P}"
     number = format_number(float(quantity.magnitude))
