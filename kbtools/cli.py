@@ -24,6 +24,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="report on these files only (the whole corpus is still resolved)")
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    check.add_argument("--no-cache", action="store_true", help="ignore and do not write .kb-cache/ (a full, cold check)")
     check.set_defaults(handler=run_check)
 
     build = sub.add_parser("build", help="build the static site from the checked records")
@@ -42,7 +43,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline import check_corpus, select
     from .report import FORMATTERS, summarize
 
-    corpus = check_corpus(settings)
+    corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
     summary = summarize(diagnostics, len(corpus.records))
     sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
@@ -55,7 +56,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline import check_corpus
     from .report import format_text, summarize
 
-    corpus = check_corpus(settings)
+    corpus = check_corpus(settings, use_cache=True, complete=True)
     errors = [d for d in corpus.diagnostics if d.severity is Severity.ERROR]
     if errors and not args.force:
         sys.stdout.write(format_text(sorted(errors, key=Diagnostic.sort_key), summarize(errors, len(corpus.records))))

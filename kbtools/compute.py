@@ -90,6 +90,17 @@ class Computer:
     def __post_init__(self) -> None:
         self.index = Index(self.corpus)
         self.types = self.corpus.registry.types
+        # for the cache: which records each record's values read, and how its references resolved
+        self.stack: list[str] = []
+        self.deps: dict[str, set[str]] = {}
+        self.resolved: dict[str, dict[str, Any]] = {}
+        self.parsed: set[str] = set()
+
+    def resolve(self, query: str):
+        target, candidates = self.index.resolve(query)
+        if self.stack:
+            self.resolved.setdefault(self.stack[-1], {})[query] = resolution_key(target, candidates)
+        return target, candidates
 
     # ------------------------------------------------------------ helpers
     def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
@@ -127,33 +138,42 @@ class Computer:
                      unit=unit, formula=formula, inputs=used)
 
     # ------------------------------------------------------------ stage entry
-    def run(self) -> dict[str, dict[str, Any]]:
-        for record in self.corpus.records.values():
-            self.parse_quantities(record)
-        for record in self.corpus.records.values():
-            self.check_carried_by(record)
+    def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Compute every record's values (or only those of the records in `only`)."""
         computed: dict[str, dict[str, Any]] = {}
         for record in self.corpus.records.values():
-            record_type = self.types.get(record.type) if record.type else None
-            if record_type is None:
+            if only is not None and record.key not in only:
                 continue
-            fields = {}
-            for name in record_type.plan.properties:
-                if record_type.plan.properties[name].quantity is not None or name in record_type.derive:
-                    value = self.settled(self.field, record, name)
-                    if value is not None:
-                        fields[name] = value
-            costs = {}
-            cost_specs = record.data.get("costs")
-            if isinstance(cost_specs, dict):
-                for name in cost_specs:
-                    value = self.cost_or_none(record, name)
-                    if value is not None:
-                        costs[name] = value
-            entry = {"fields": fields, "costs": costs,
-                     "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
-            computed[record.key] = entry
+            self.stack.append(record.key)
+            try:
+                entry = self.record_values(record)
+            finally:
+                self.stack.pop()
+            if entry is not None:
+                computed[record.key] = entry
         return computed
+
+    def record_values(self, record: Record) -> dict[str, Any] | None:
+        self.parse_quantities(record)
+        self.check_carried_by(record)
+        record_type = self.types.get(record.type) if record.type else None
+        if record_type is None:
+            return None
+        fields = {}
+        for name in record_type.plan.properties:
+            if record_type.plan.properties[name].quantity is not None or name in record_type.derive:
+                value = self.settled(self.field, record, name)
+                if value is not None:
+                    fields[name] = value
+        costs = {}
+        cost_specs = record.data.get("costs")
+        if isinstance(cost_specs, dict):
+            for name in cost_specs:
+                value = self.cost_or_none(record, name)
+                if value is not None:
+                    costs[name] = value
+        return {"fields": fields, "costs": costs,
+                "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
 
     def settled(self, compute, record: Record, name: str) -> Value | None:
         """A value, or None when it failed (its root cause is already reported)."""
@@ -167,6 +187,10 @@ class Computer:
 
     # ------------------------------------------------------------ quantities
     def parse_quantities(self, record: Record) -> None:
+        """Parse a record's quantity fields once, on first use (a partial run parses only what it reads)."""
+        if record.key in self.parsed:
+            return
+        self.parsed.add(record.key)
         record_type = self.types.get(record.type) if record.type else None
         if record_type is None:
             return
@@ -191,18 +215,22 @@ class Computer:
     def memoised(self, record: Record, name: str, compute) -> Any:
         """Compute once per (record, name); re-entry while computing is a cycle; failures stick."""
         key = (record.key, name)
+        if self.stack and self.stack[-1] != record.key:
+            self.deps.setdefault(self.stack[-1], set()).add(record.key)
         if key in self.memo:
             result = self.memo[key]
         else:
             if key in self.active:
                 raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
             self.active.append(key)
+            self.stack.append(record.key)
             try:
                 result = compute(record, name.removeprefix("costs."))
             except _Failed:
                 result = _FAILED
             finally:
                 self.active.pop()
+                self.stack.pop()
             self.memo[key] = result
         if result is _FAILED:
             raise _Failed()
@@ -212,6 +240,7 @@ class Computer:
         return self.memoised(record, name, self._field)
 
     def _field(self, record: Record, name: str) -> Any:
+        self.parse_quantities(record)
         record_type = self.types[record.type]
         plan = record_type.plan.properties.get(name)
         unit = plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
@@ -298,7 +327,7 @@ class Computer:
         inputs = record.data.get("inputs")
         raw = inputs.get(name) if isinstance(inputs, dict) and name in inputs else record.data.get(name)
         if isinstance(raw, str):
-            target, _ = self.index.resolve(raw)
+            target, _ = self.resolve(raw)
             if target is None and (name in (inputs or {}) or self.is_reference_field(record, name)):
                 raise _Failed()  # a dangling reference: the links stage has reported it
             return target
@@ -373,7 +402,7 @@ class Computer:
             return None
         targets = []
         for item in raw:
-            target, _ = self.index.resolve(item)
+            target, _ = self.resolve(item)
             if target is None:
                 return None  # the links stage reports it
             targets.append(target)
@@ -414,6 +443,7 @@ class Computer:
     def cost_lookup(self, record: Record, cost_name: str, bindings: dict[str, Record], row_key: str | None, used: dict[str, Value]):
         inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
         costs = record.data.get("costs") if isinstance(record.data.get("costs"), dict) else {}
+        self.parse_quantities(record)
 
         def lookup(parts: tuple[str, ...]) -> Any:
             shown = ".".join(parts)
@@ -456,7 +486,7 @@ class Computer:
             target = self.referenced(record, var, bindings)
             if target is None:
                 raise MissingName(var, f"param(): '{var}' is not a record reference")
-            parameter, _ = self.index.resolve(parameter_id)
+            parameter, _ = self.resolve(parameter_id)
             if parameter is None or parameter.type != "hardware_parameter":
                 raise FormulaError("KB502", f"param(): no hardware_parameter '{parameter_id}'")
             carried = parameter.data.get("carried_by", {})
@@ -519,13 +549,13 @@ class Computer:
         for index, row in enumerate(rows):
             if not isinstance(row, dict) or not isinstance(row.get("parameter"), str):
                 continue
-            parameter, _ = self.index.resolve(row["parameter"])
+            parameter, _ = self.resolve(row["parameter"])
             if parameter is None or parameter.type != "hardware_parameter":
                 continue
             carried = parameter.data.get("carried_by") if isinstance(parameter.data.get("carried_by"), dict) else {}
             table: dict[str, Value | None] = {}
             for position, item in enumerate(row.get("values_for") or []):
-                target, _ = self.index.resolve(item) if isinstance(item, str) else (None, [])
+                target, _ = self.resolve(item) if isinstance(item, str) else (None, [])
                 if target is None:
                     continue
                 field_name = carried.get(target.type)
@@ -570,7 +600,7 @@ class Computer:
         row = _ROW.match(expression)
         if row:  # one row of a table: cost[dir/id]
             table = self.field_or_cost(record, row.group(1))
-            target, _ = self.index.resolve(row.group(2))
+            target, _ = self.resolve(row.group(2))
             rows = dict(table.rows or ()) if table is not None else {}
             if target is None or target.key not in rows:
                 raise FormulaError("KB509", f"'{row.group(1)}' has no row for '{row.group(2)}'"
@@ -578,7 +608,7 @@ class Computer:
             return rows[target.key]
         qualified = _QUALIFIED_FIELD.fullmatch(expression)
         if qualified:  # dir/id.field alone: that record's own value, with its own provenance
-            target, _ = self.index.resolve(qualified.group(1))
+            target, _ = self.resolve(qualified.group(1))
             if target is None:
                 raise FormulaError("KB509", f"no record '{qualified.group(1)}'")
             value = self.field_or_cost(target, qualified.group(2))
@@ -589,7 +619,7 @@ class Computer:
         bindings: dict[str, Record] = {}
 
         def bind(match: re.Match) -> str:
-            target, _ = self.index.resolve(match.group(1))
+            target, _ = self.resolve(match.group(1))
             if target is None:
                 raise FormulaError("KB509", f"no record '{match.group(1)}'")
             name = f"ref{len(bindings) + 1}"
@@ -655,7 +685,70 @@ def _is_reference(item: Any, corpus: Corpus) -> bool:
     return bool(match and match.group(1) in corpus.registry.dirs)
 
 
+def resolution_key(target: Record | None, candidates: list[Record]) -> Any:
+    return target.key if target is not None else tuple(sorted(c.key for c in candidates))
+
+
+def dirty_records(corpus: Corpus, cache: Any, index: Index) -> set[str]:
+    """Records whose compute results cannot be reused: changed, new, or reading something that changed."""
+    records = corpus.records
+    dirty = set()
+    dependents: dict[str, set[str]] = {}
+    for key, record in records.items():
+        entry = cache.compute.get(key)
+        if entry is None or entry["digest"] != record.digest:
+            dirty.add(key)
+            continue
+        for dep, dep_digest in entry["deps"].items():
+            dependents.setdefault(dep, set()).add(key)
+            if dep not in records or records[dep].digest != dep_digest:
+                dirty.add(key)
+        for query, was in entry["resolved"].items():
+            if resolution_key(*index.resolve(query)) != was:
+                dirty.add(key)
+    for key in cache.compute:
+        if key not in records:  # deleted: whoever read it is dirty (found above by digest)
+            dirty.update(dependents.get(key, ()))
+    queue = list(dirty)
+    while queue:  # what reads a dirty record is dirty too
+        for dependent in dependents.get(queue.pop(), ()):
+            if dependent not in dirty:
+                dirty.add(dependent)
+                queue.append(dependent)
+    return dirty
+
+
 def recompute_costs(corpus: Corpus) -> Corpus:
+    """Compute every value; with a cache, only for records whose inputs changed (for kb check)."""
     computer = Computer(corpus)
-    computed = computer.run()
-    return corpus.with_diagnostics(computer.diagnostics, computed=MappingProxyType(computed))
+    cache = corpus.cache
+    reuse = cache is not None and not corpus.complete
+    only = dirty_records(corpus, cache, computer.index) if reuse else None
+    computed = computer.run(only)
+    diagnostics = list(computer.diagnostics)
+    record_paths = {r.path: r.key for r in corpus.records.values()}
+    if reuse:
+        driven_paths = {corpus.records[k].path for k in only}
+        diagnostics = [d for d in diagnostics if d.path in driven_paths or d.path not in record_paths]
+        for key in corpus.records:
+            if key not in only:
+                diagnostics.extend(cache.compute[key]["diagnostics"])
+        diagnostics.extend(cache.compute_global)
+    if cache is not None and (only is None or only or len(cache.compute) != len(corpus.records)):
+        cache.changed = True
+        by_path: dict[str, list[Diagnostic]] = {}
+        for d in computer.diagnostics:
+            by_path.setdefault(d.path, []).append(d)
+        for key in (only if only is not None else corpus.records):
+            record = corpus.records[key]
+            deps = computer.deps.get(key, set())
+            cache.compute[key] = {"digest": record.digest,
+                                  "deps": {dep: corpus.records[dep].digest for dep in deps if dep in corpus.records},
+                                  "resolved": computer.resolved.get(key, {}),
+                                  "diagnostics": by_path.get(record.path, [])}
+        for key in [k for k in cache.compute if k not in corpus.records]:
+            del cache.compute[key]
+        globals_now = [d for d in computer.diagnostics if d.path not in record_paths]
+        cache.compute_global = list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now
+    unique = list(dict.fromkeys(diagnostics))
+    return corpus.with_diagnostics(unique, computed=MappingProxyType(computed))

@@ -11,12 +11,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import networkx as nx
-
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record
 from .registry import FieldPlan
-from .wikilinks import find_wikilinks, headings
+from .wikilinks import BodyScan, headings, remember_scan, scan_body
 
 QUALIFIED = re.compile(r"^([a-z0-9][a-z0-9_-]*)/([a-z0-9]+(?:-[a-z0-9]+)*)$")
 
@@ -75,6 +73,12 @@ class Index:
         for record in corpus.records.values():
             self.by_id[record.id].append(record)
 
+    def fingerprint(self) -> str:
+        """Changes whenever a reference anywhere could resolve differently: ids, dirs or types."""
+        import hashlib
+        text = "\n".join(f"{key}\t{record.type}" for key, record in sorted(self.by_key.items()))
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
     def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
         """(the record, []) when found; (None, candidates) when a bare id is ambiguous or missing."""
         if "/" in target:
@@ -87,11 +91,8 @@ class Index:
 
 def resolve_links(corpus: Corpus) -> Corpus:
     index = Index(corpus)
-    graph = nx.MultiDiGraph()
     found: list[Diagnostic] = []
     dirs = set(corpus.registry.dirs)
-    for record in corpus.records.values():
-        graph.add_node(record.key, type=record.type)
 
     for record_id, records in index.by_id.items():
         if len(records) > 1:
@@ -102,33 +103,52 @@ def resolve_links(corpus: Corpus) -> Corpus:
                                              f"id '{record_id}' is also used by {others}; ids must be unique across the repository"))
 
     heading_cache: dict[str, set[str]] = {}
+    edges: list[tuple[str, str, dict]] = []
+    fingerprint = index.fingerprint()
     for record in corpus.records.values():
+        entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
+        cached = entry.get("links") if entry is not None else None
+        if cached and cached["index"] == fingerprint and all(
+                key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items()):
+            found.extend(cached["diagnostics"])
+            edges.extend(cached["edges"])
+            continue
+        mine: list[Diagnostic] = []
+        my_edges: list[tuple[str, str, dict]] = []
+        anchors: dict[str, str] = {}
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is not None:
-            for ref in iter_references(record, record_type.plan, dirs):
-                found.extend(_link_reference(record, ref, index, graph))
-        for link in find_wikilinks(record.body):
+            for ref in record_references(corpus, record, record_type.plan, dirs):
+                mine.extend(_link_reference(record, ref, index, my_edges))
+        for link in record_scan(corpus, record).links:
             line = record.body_line + link.line
             target, candidates = index.resolve(link.target)
             if target is None:
                 if candidates:
                     names = ", ".join(sorted(c.key for c in candidates))
-                    found.append(Diagnostic.make("KB303", record.path, line, link.column,
-                                                 f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"))
+                    mine.append(Diagnostic.make("KB303", record.path, line, link.column,
+                                                f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"))
                 else:
-                    found.append(Diagnostic.make("KB302", record.path, line, link.column, f"dangling link {link.text}: no record '{link.target}'"))
+                    mine.append(Diagnostic.make("KB302", record.path, line, link.column, f"dangling link {link.text}: no record '{link.target}'"))
                 continue
-            graph.add_edge(record.key, target.key, field="body", line=line)
+            my_edges.append((record.key, target.key, {"field": "body", "line": line}))
             if link.anchor:
+                anchors[target.key] = target.digest
                 if target.key not in heading_cache:
                     heading_cache[target.key] = headings(target.body)
                 if link.anchor.lower() not in heading_cache[target.key]:
-                    found.append(Diagnostic.make("KB305", record.path, line, link.column,
-                                                 f"no heading '{link.anchor}' in {target.key}"))
+                    mine.append(Diagnostic.make("KB305", record.path, line, link.column,
+                                                f"no heading '{link.anchor}' in {target.key}"))
+        if entry is not None:
+            # valid while the record, the set of ids and types, and its anchors' targets stay the same
+            entry["links"] = {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
+            corpus.cache.changed = True
+        found.extend(mine)
+        edges.extend(my_edges)
 
+    linked = {target for source, target, _ in edges if source != target}
     for record in corpus.records.values():
-        incoming = [u for u, _ in graph.in_edges(record.key) if u != record.key]
-        if incoming:
+        if record.key in linked:
             continue
         line, col = record.position(("id",))
         if record.type == "source":
@@ -136,10 +156,35 @@ def resolve_links(corpus: Corpus) -> Corpus:
         else:
             found.append(Diagnostic.make("KB306", record.path, line, col, f"orphan: no record links to {record.key}",
                                          hint="link it from a related record, or delete it"))
-    return corpus.with_diagnostics(found, graph=graph)
+    return corpus.with_diagnostics(found, edges=tuple(edges))
 
 
-def _link_reference(record: Record, ref: Reference, index: Index, graph: nx.MultiDiGraph) -> list[Diagnostic]:
+def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set[str]) -> list[Reference]:
+    """The record's typed references: from the cache when the file (and schema) are unchanged."""
+    entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
+    if entry is not None and "refs" in entry:
+        return entry["refs"]
+    refs = list(iter_references(record, plan, dirs))
+    if entry is not None:
+        entry["refs"] = refs
+        corpus.cache.changed = True
+    return refs
+
+
+def record_scan(corpus: Corpus, record: Record) -> BodyScan:
+    """The body's links and inline values: from the cache when the file is unchanged."""
+    entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
+    if entry is not None and "scan" in entry:
+        remember_scan(record.body, entry["scan"])
+        return entry["scan"]
+    scan = scan_body(record.body)
+    if entry is not None:
+        entry["scan"] = scan
+        corpus.cache.changed = True
+    return scan
+
+
+def _link_reference(record: Record, ref: Reference, index: Index, edges: list) -> list[Diagnostic]:
     line, col = record.position(ref.path)
     target, candidates = index.resolve(ref.value)
     if target is None:
@@ -152,7 +197,7 @@ def _link_reference(record: Record, ref: Reference, index: Index, graph: nx.Mult
                 return [Diagnostic.make("KB303", record.path, line, col, f"{ref.field}: '{ref.value}' is ambiguous: {names}")]
         else:
             return [Diagnostic.make("KB300", record.path, line, col, f"{ref.field}: no record '{ref.value}'")]
-    graph.add_edge(record.key, target.key, field=ref.field, line=line)
+    edges.append((record.key, target.key, {"field": ref.field, "line": line}))
     if ref.types and target.type not in ref.types:
         expected = " or ".join(ref.types)
         return [Diagnostic.make("KB301", record.path, line, col,

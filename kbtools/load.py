@@ -7,12 +7,14 @@ key's line and column and lets us see duplicates.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .cache import Cache, digest
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record, Settings
 from .registry import TypeRegistry
@@ -24,8 +26,13 @@ MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurd fron
 MAX_DEPTH = 100
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without the timestamp resolver: dates stay strings and are checked by the schema."""
+# libyaml's parser when PyYAML has it (about 50x faster to compose), the pure-Python one otherwise;
+# both give nodes with line/column marks and raise MarkedYAMLError with the problem's position.
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    """A safe loader without the timestamp resolver: dates stay strings and are checked by the schema."""
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -40,56 +47,97 @@ class LoadError(Exception):
         self.code, self.line, self.column, self.message = code, line, column, message
 
 
-def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[Path], list[Diagnostic]]:
-    """Every .md file under records/; a file outside a type's directory is KB110."""
-    root, records = settings.root, settings.records_path
-    files, diagnostics = [], []
-    if not records.is_dir():
+def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], list[Diagnostic]]:
+    """Every .md file under records/ (as paths relative to the root, '/'-separated, sorted);
+    a file outside a type's directory is KB110. Plain strings: pathlib cost more than the
+    rest of a warm run's loading."""
+    records = str(settings.records_path)
+    files: list[str] = []
+    diagnostics: list[Diagnostic] = []
+    if not os.path.isdir(records):
         return files, diagnostics
     known = set(registry.dirs)
-    for path in sorted(records.rglob("*.md")):
-        rel = path.relative_to(root).as_posix()
-        parts = path.relative_to(records).parts
-        if path.is_symlink():
-            target = path.resolve()
-            if not target.is_relative_to(records.resolve()):
-                diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "record is a symlink to a file outside records/; it is not read"))
+    real_records = os.path.realpath(records)
+    prefix = settings.records_dir.rstrip("/")
+    for directory, subdirs, names in os.walk(records):
+        subdirs.sort()
+        inner = os.path.relpath(directory, records).replace(os.sep, "/")
+        for name in sorted(names):
+            if not name.endswith(".md"):
                 continue
-        if len(parts) != 2 or parts[0] not in known:
-            where = "/".join(parts[:-1]) + "/" if len(parts) > 1 else "records/ itself"
-            diagnostics.append(Diagnostic.make("KB110", rel, 1, 1,
-                                               f"'{where}' is not a record directory (known: {', '.join(sorted(known))})",
-                                               hint="records live at records/<dir>/<id>.md; add schema/<type>.schema.json with x-kb-dir to add a type"))
-            continue
-        files.append(path)
-    return files, diagnostics
+            rel_in = name if inner == "." else f"{inner}/{name}"
+            rel = f"{prefix}/{rel_in}"
+            full = os.path.join(directory, name)
+            if os.path.islink(full):
+                target = os.path.realpath(full)
+                if os.path.commonpath([target, real_records]) != real_records:
+                    diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "record is a symlink to a file outside records/; it is not read"))
+                    continue
+            parts = rel_in.split("/")
+            if len(parts) != 2 or parts[0] not in known:
+                where = "/".join(parts[:-1]) + "/" if len(parts) > 1 else "records/ itself"
+                diagnostics.append(Diagnostic.make("KB110", rel, 1, 1,
+                                                   f"'{where}' is not a record directory (known: {', '.join(sorted(known))})",
+                                                   hint="records live at records/<dir>/<id>.md; add schema/<type>.schema.json with x-kb-dir to add a type"))
+                continue
+            files.append(rel)
+    return sorted(files), diagnostics
 
 
-def load_corpus(settings: Settings, registry: TypeRegistry) -> Corpus:
+def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None = None) -> Corpus:
     files, diagnostics = discover(settings, registry)
     records: dict[str, Record] = {}
-    for path in files:
-        record, found = load_record(path, settings, registry)
+    for rel in files:
+        path = settings.root / rel
+        # like git's index: a file whose size and mtime match what the cache saw, and that
+        # was not modified just before the cache was written, is not read again
+        entry = cache.unchanged(rel, path) if cache else None
+        if entry is not None:
+            diagnostics.extend(entry["load"])
+            if entry["record"] is not None:
+                records[entry["record"].key] = entry["record"]
+            continue
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}"))
+            continue
+        file_digest = digest(raw)
+        entry = cache.file(rel, file_digest) if cache else None
+        if cache is not None:
+            cache.note_stat(rel, path)
+        if entry is None:
+            record, found = load_record_bytes(raw, rel, path, registry, file_digest)
+            if cache:
+                cache.store_file(rel, file_digest, record=record, load=found)
+        else:
+            record, found = entry["record"], entry["load"]
         diagnostics.extend(found)
         if record is not None:
             records[record.key] = record
     return Corpus(settings=settings, registry=registry, records=records,
-                  diagnostics=tuple(registry.diagnostics) + tuple(diagnostics))
+                  diagnostics=tuple(registry.diagnostics) + tuple(diagnostics), cache=cache)
 
 
 def load_record(path: Path, settings: Settings, registry: TypeRegistry) -> tuple[Record | None, list[Diagnostic]]:
     rel = path.relative_to(settings.root).as_posix()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}")]
+    return load_record_bytes(raw, rel, path, registry, digest(raw))
+
+
+def load_record_bytes(raw: bytes, rel: str, path: Path, registry: TypeRegistry,
+                      file_digest: str) -> tuple[Record | None, list[Diagnostic]]:
     directory, stem = path.parent.name, path.stem
     record_type = registry.by_dir(directory)
     try:
-        raw = path.read_bytes()
         data, positions, body, body_line = parse_record_bytes(raw)
     except LoadError as exc:
         return None, [Diagnostic.make(exc.code, rel, exc.line, exc.column, exc.message)]
-    except OSError as exc:
-        return None, [Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}")]
     record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions,
-                    body=body, body_line=body_line, type=record_type.name if record_type else None)
+                    body=body, body_line=body_line, type=record_type.name if record_type else None, digest=file_digest)
     return record, check_identity(record, record_type.name if record_type else None)
 
 

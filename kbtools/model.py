@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
@@ -73,6 +74,7 @@ class Record:
     body: str
     body_line: int  # file line on which the body starts
     type: str | None = None  # the type of its directory, when known
+    digest: str = ""  # hash of the file's bytes (the cache key)
 
     @property
     def key(self) -> str:
@@ -101,8 +103,22 @@ class Corpus:
     registry: Any  # schema.TypeRegistry (Any avoids an import cycle)
     records: Mapping[str, Record] = field(default_factory=dict)  # by key dir/id
     diagnostics: tuple[Diagnostic, ...] = ()
-    graph: Any = None  # networkx.MultiDiGraph, set by the links stage
+    edges: tuple | None = None  # (source key, target key, {field, line}) for every link; set by the links stage
     computed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
+    complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
+
+    @cached_property
+    def graph(self) -> Any:
+        """The link graph (networkx.MultiDiGraph), built on first use: `kb check` never needs it."""
+        if self.edges is None:
+            return None
+        import networkx as nx
+
+        graph = nx.MultiDiGraph()
+        graph.add_nodes_from((key, {"type": record.type}) for key, record in self.records.items())
+        graph.add_edges_from(self.edges)
+        return graph
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> "Corpus":
         return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)

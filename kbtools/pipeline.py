@@ -5,9 +5,11 @@ Corpus; the CLI, the site and exports all start from it and never re-parse.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
+from .cache import Cache
 from .compute import recompute_costs
 from .diagnostics import Diagnostic
 from .links import resolve_links
@@ -19,11 +21,18 @@ from .schema import validate_schemas
 STAGES = (validate_schemas, resolve_links, recompute_costs)
 
 
-def check_corpus(settings: Settings) -> Corpus:
-    registry = load_registry(settings.schema_path, settings.root)
-    corpus = load_corpus(settings, registry)
+def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True) -> Corpus:
+    """Run every stage. With use_cache, unchanged files reuse earlier results (.kb-cache/);
+    complete=False also lets compute reuse cached diagnostics, so values exist only for
+    what changed -- enough for `kb check`, not for the site."""
+    cache = Cache(settings.root, settings.schema_path, enabled=use_cache) if use_cache else None
+    registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.files))
+    corpus = load_corpus(settings, registry, cache)
+    corpus = replace(corpus, complete=complete or cache is None)
     for stage in STAGES:
         corpus = stage(corpus)
+    if cache is not None:
+        cache.save({r.path for r in corpus.records.values()} | {d.path for d in corpus.diagnostics})
     return corpus
 
 

@@ -19,13 +19,23 @@ _QUOTED = re.compile(r"'([^']*)'")
 
 def validate_schemas(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
+    cache = corpus.cache
     for record in corpus.records.values():
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is None:
             continue
+        entry = cache.file(record.path, record.digest) if cache else None
+        if entry is not None and "schema" in entry:
+            found.extend(entry["schema"])
+            continue
+        mine: list[Diagnostic] = []
         errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
         for error in errors:
-            found.extend(_diagnose(record, record_type, error))
+            mine.extend(_diagnose(record, record_type, error))
+        if entry is not None:
+            entry["schema"] = mine
+            cache.changed = True
+        found.extend(mine)
     return corpus.with_diagnostics(found)
 
 

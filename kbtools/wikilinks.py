@@ -85,10 +85,36 @@ class InlineSpan:
     column: int
 
 
-def _inline_tokens(body: str, kind: str):
-    """(token, 0-based body line, column) for every inline token of `kind` outside code."""
+@dataclass(frozen=True)
+class BodyScan:
+    """What a body links to and quotes, found in one parse."""
+
+    links: tuple[WikiLink, ...]
+    values: tuple[InlineSpan, ...]
+
+
+_SCANS: dict[str, BodyScan] = {}  # body text -> its scan (filled from the cache too)
+
+
+def remember_scan(body: str, scan: BodyScan) -> None:
+    _SCANS[body] = scan
+
+
+def scan_body(body: str) -> BodyScan:
+    """Wikilinks and inline values outside code, with 0-based body lines (one parse per body)."""
+    known = _SCANS.get(body)
+    if known is None:
+        known = _SCANS[body] = _scan(body)
+    return known
+
+
+def _scan(body: str) -> BodyScan:
+    if "[[" not in body and "{{" not in body:
+        return BodyScan((), ())  # nothing to find: skip the parse
     tokens = markdown().parse(body)
     lines = body.splitlines()
+    links: list[WikiLink] = []
+    values: list[InlineSpan] = []
     block_line = 0
     for token in tokens:
         if token.map:
@@ -99,19 +125,24 @@ def _inline_tokens(body: str, kind: str):
         for child in token.children:
             if child.type in ("softbreak", "hardbreak"):
                 line += 1
-            elif child.type == kind:
-                text = ("[[%s]]" if kind == "wikilink" else "{{%s}}") % child.content
+            elif child.type in ("wikilink", "kb_value"):
+                text = ("[[%s]]" if child.type == "wikilink" else "{{%s}}") % child.content
                 source_line = lines[line] if line < len(lines) else ""
-                yield child, line, (source_line.find(text) + 1 if text in source_line else 1)
+                column = source_line.find(text) + 1 if text in source_line else 1
+                if child.type == "wikilink":
+                    meta = child.meta
+                    links.append(WikiLink(meta["target"], meta["anchor"], meta["label"], line, column))
+                else:
+                    values.append(InlineSpan(child.content, line, column))
+    return BodyScan(tuple(links), tuple(values))
 
 
 def find_inline_values(body: str) -> list[InlineSpan]:
-    return [InlineSpan(token.content, line, column) for token, line, column in _inline_tokens(body, "kb_value")]
+    return list(scan_body(body).values)
 
 
 def find_wikilinks(body: str) -> list[WikiLink]:
-    return [WikiLink(t.meta["target"], t.meta["anchor"], t.meta["label"], line, column)
-            for t, line, column in _inline_tokens(body, "wikilink")]
+    return list(scan_body(body).links)
 
 
 _SLUG_DROP = re.compile(r"[^\w\- ]+")
