@@ -40,7 +40,14 @@ def page_path(key: str | None) -> str:
 
 
 def relative(from_page: str, to_page: str) -> str:
-    return posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
+    """A relative URL between two pages of the site (pages sit at most one directory deep)."""
+    source_dir, _, _ = from_page.rpartition("/")
+    target_dir, _, target_name = to_page.rpartition("/")
+    if source_dir == target_dir:
+        return target_name
+    if "/" in source_dir or "/" in target_dir:  # deeper than the site's layout: the general case
+        return posixpath.relpath(to_page, source_dir or ".")
+    return ("../" if source_dir else "") + to_page
 
 
 class SiteBuilder:
@@ -59,6 +66,7 @@ class SiteBuilder:
             self.errors_by_path[d.path].append(d)
         self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)))
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
+        self.calculator_exports: dict[str, Any] = {}  # each record's values in base units, exported once
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
@@ -253,7 +261,7 @@ class SiteBuilder:
                     cost_chart=Markup(self.cost_chart(page, record, computed)),
                     roofline=Markup(self.roofline_for(page, [key]) if record.type == "accelerator" else ""),
                     parameter_chart=Markup(self.parameter_chart(page, record) if record.type == "hardware_parameter" else ""),
-                    calculator=calculator_model(self.corpus, key),
+                    calculator=calculator_model(self.corpus, key, self.calculator_exports),
                     diagnostics=self.diagnostics_for(record))
 
     def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:

@@ -48,7 +48,10 @@ def tree(node: ast.AST) -> Any:
     raise FormulaError("KB501", f"cannot export {type(node).__name__}")
 
 
-def calculator_model(corpus: Corpus, key: str) -> dict[str, Any] | None:
+MAX_CHOICES = 40  # alternatives offered per reference input: enough to explore, pages stay small
+
+
+def calculator_model(corpus: Corpus, key: str, exports: dict[str, Any] | None = None) -> dict[str, Any] | None:
     record = corpus.records[key]
     costs = record.data.get("costs")
     computed = corpus.computed.get(key, {}).get("costs", {})
@@ -57,8 +60,13 @@ def calculator_model(corpus: Corpus, key: str) -> dict[str, Any] | None:
     index = Index(corpus)
     records: dict[str, dict[str, Any]] = {}
 
+    exports = {} if exports is None else exports
+
     def export_record(target_key: str) -> None:
         if target_key in records:
+            return
+        if target_key in exports:
+            records[target_key] = exports[target_key]
             return
         target = corpus.records[target_key]
         entry = corpus.computed.get(target_key, {})
@@ -74,8 +82,8 @@ def calculator_model(corpus: Corpus, key: str) -> dict[str, Any] | None:
                     refs[name] = resolved.key
             elif plan.items is not None and plan.items.ref_types and isinstance(raw, list):
                 refs[name] = [index.resolve(x)[0].key for x in raw if isinstance(x, str) and index.resolve(x)[0]]
-        records[target_key] = {"label": str(target.data.get("name", target_key)), "type": target.type,
-                               "values": values, "refs": refs}
+        records[target_key] = exports[target_key] = {"label": str(target.data.get("name", target_key)), "type": target.type,
+                                                     "values": values, "refs": refs}
 
     export_record(key)
     inputs = []
@@ -84,10 +92,12 @@ def calculator_model(corpus: Corpus, key: str) -> dict[str, Any] | None:
         targets = [index.resolve(x)[0] for x in items if isinstance(x, str) and "/" in x]
         if targets and all(targets):
             types = {t.type for t in targets}
-            choices = sorted((k for k, r in corpus.records.items() if r.type in types), key=lambda k: corpus.records[k].data.get("name", k))
+            keys = [t.key for t in targets]
+            others = sorted((k for k, r in corpus.records.items() if r.type in types and k not in keys),
+                            key=lambda k: str(corpus.records[k].data.get("name", k)))
+            choices = sorted(keys + others[: max(0, MAX_CHOICES - len(keys))], key=lambda k: str(corpus.records[k].data.get("name", k)))
             for choice in choices:
                 export_record(choice)
-            keys = [t.key for t in targets]
             inputs.append({"name": name, "kind": "list" if isinstance(raw, list) else "ref",
                            "value": keys if isinstance(raw, list) else keys[0], "choices": choices})
         else:
