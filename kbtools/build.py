@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from . import __version__
-from .calculator import calculator_model
+from .calculator import CalculatorExporter
 from .charts import Bar, Roof, bar_chart, neighbourhood, roofline
 from .compute import Value, substituted
 from .diagnostics import Diagnostic, Severity
@@ -66,7 +66,7 @@ class SiteBuilder:
             self.errors_by_path[d.path].append(d)
         self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)))
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
-        self.calculator_exports: dict[str, Any] = {}  # each record's values in base units, exported once
+        self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
@@ -261,7 +261,7 @@ class SiteBuilder:
                     cost_chart=Markup(self.cost_chart(page, record, computed)),
                     roofline=Markup(self.roofline_for(page, [key]) if record.type == "accelerator" else ""),
                     parameter_chart=Markup(self.parameter_chart(page, record) if record.type == "hardware_parameter" else ""),
-                    calculator=calculator_model(self.corpus, key, self.calculator_exports),
+                    calculator=self.calculator.model(key),
                     diagnostics=self.diagnostics_for(record))
 
     def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:
@@ -320,7 +320,8 @@ class SiteBuilder:
         carried = record.data.get("carried_by") if isinstance(record.data.get("carried_by"), dict) else {}
         bars = []
         unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
-        for key, other in self.corpus.records.items():
+        for key in (k for type_name in carried for k in self.calculator.by_type.get(type_name, [])):
+            other = self.corpus.records[key]
             field = carried.get(other.type)
             value = self.corpus.computed.get(key, {}).get("fields", {}).get(field) if field else None
             if value is not None and value.quantity is not None and unit:

@@ -51,16 +51,33 @@ def tree(node: ast.AST) -> Any:
 MAX_CHOICES = 40  # alternatives offered per reference input: enough to explore, pages stay small
 
 
-def calculator_model(corpus: Corpus, key: str, exports: dict[str, Any] | None = None) -> dict[str, Any] | None:
+class CalculatorExporter:
+    """Builds calculator models for a whole site, sharing what every page needs: the index,
+    each record's exported values, records by type, the hardware parameters."""
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+        self.index = Index(corpus)
+        self.exports: dict[str, Any] = {}
+        self.by_type: dict[str, list[str]] = {}
+        for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
+            self.by_type.setdefault(record.type, []).append(key)
+        self.parameters = {r.id: r.data.get("carried_by") for r in corpus.records.values()
+                           if r.type == "hardware_parameter" and isinstance(r.data.get("carried_by"), dict)}
+
+    def model(self, key: str) -> dict[str, Any] | None:
+        return calculator_model(self.corpus, key, self)
+
+
+def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None = None) -> dict[str, Any] | None:
     record = corpus.records[key]
     costs = record.data.get("costs")
     computed = corpus.computed.get(key, {}).get("costs", {})
     if not isinstance(costs, dict) or not computed or len(computed) != len(costs):
         return None  # only records whose every cost computed get a calculator
-    index = Index(corpus)
+    shared = shared or CalculatorExporter(corpus)
+    index, exports = shared.index, shared.exports
     records: dict[str, dict[str, Any]] = {}
-
-    exports = {} if exports is None else exports
 
     def export_record(target_key: str) -> None:
         if target_key in records:
@@ -93,8 +110,7 @@ def calculator_model(corpus: Corpus, key: str, exports: dict[str, Any] | None = 
         if targets and all(targets):
             types = {t.type for t in targets}
             keys = [t.key for t in targets]
-            others = sorted((k for k, r in corpus.records.items() if r.type in types and k not in keys),
-                            key=lambda k: str(corpus.records[k].data.get("name", k)))
+            others = [k for t in sorted(types) for k in shared.by_type.get(t, [])[:MAX_CHOICES] if k not in keys]
             choices = sorted(keys + others[: max(0, MAX_CHOICES - len(keys))], key=lambda k: str(corpus.records[k].data.get("name", k)))
             for choice in choices:
                 export_record(choice)
@@ -117,8 +133,7 @@ def calculator_model(corpus: Corpus, key: str, exports: dict[str, Any] | None = 
             for nested in refs if isinstance(refs, list) else [refs]:
                 if nested in corpus.records and corpus.records[nested].type != "source":
                     export_record(nested)
-    parameters = {r.id: r.data.get("carried_by") for r in corpus.records.values()
-                  if r.type == "hardware_parameter" and isinstance(r.data.get("carried_by"), dict)}
+    parameters = shared.parameters
     exported_costs = []
     for name, spec in costs.items():
         try:
