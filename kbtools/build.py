@@ -341,10 +341,9 @@ class SiteBuilder:
             index[key] = i
             nodes.append([key, str(record.data.get("name", key))[:80], types.index(record.type) if record.type in types else -1])
         edges = set()
-        if self.corpus.graph is not None:
-            for source, target in self.corpus.graph.edges():
-                if source != target and source in index and target in index:
-                    edges.add((index[source], index[target]))
+        for source, target, _, _ in self.corpus.edges or ():
+            if source != target and source in index and target in index:
+                edges.add((index[source], index[target]))
         return {"types": types, "nodes": nodes, "edges": sorted(edges)}
 
     def graph_page(self) -> None:

@@ -37,8 +37,9 @@ def schema_key(schema_dir: Path) -> str:
     for path in sorted(schema_dir.glob("*.json")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    units = Path(__file__).with_name("units.txt")
-    h.update(units.read_bytes())
+    # the tool's own code and unit definitions: a kb that changed may store or judge differently
+    for path in sorted(Path(__file__).parent.glob("*.py")) + [Path(__file__).with_name("units.txt")]:
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 

@@ -751,4 +751,6 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         globals_now = [d for d in computer.diagnostics if d.path not in record_paths]
         cache.compute_global = list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now
     unique = list(dict.fromkeys(diagnostics))
+    if not corpus.complete:
+        computed = {}  # kb check keeps diagnostics only: the values would be most of its memory
     return corpus.with_diagnostics(unique, computed=MappingProxyType(computed))

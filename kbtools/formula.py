@@ -148,7 +148,8 @@ class Table(dict):
 
 
 def evaluate(formula: Formula, lookup: Lookup, param: ParamLookup | None = None) -> pint.Quantity:
-    return _eval(formula.tree, lookup, param)
+    """The formula's value: always one quantity (a whole table is an error, KB508)."""
+    return _scalar(_eval(formula.tree, lookup, param), formula.tree)
 
 
 def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None) -> Any:

@@ -19,7 +19,7 @@ from .wikilinks import BodyScan, headings, remember_scan, scan_body
 QUALIFIED = re.compile(r"^([a-z0-9][a-z0-9_-]*)/([a-z0-9]+(?:-[a-z0-9]+)*)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reference:
     """A value in a record's frontmatter that names another record."""
 
@@ -103,7 +103,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
                                              f"id '{record_id}' is also used by {others}; ids must be unique across the repository"))
 
     heading_cache: dict[str, set[str]] = {}
-    edges: list[tuple[str, str, dict]] = []
+    edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
     fingerprint = index.fingerprint()
     for record in corpus.records.values():
         entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
@@ -114,7 +114,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
             edges.extend(cached["edges"])
             continue
         mine: list[Diagnostic] = []
-        my_edges: list[tuple[str, str, dict]] = []
+        my_edges: list[tuple[str, str, str, int]] = []
         anchors: dict[str, str] = {}
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is not None:
@@ -131,7 +131,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
                 else:
                     mine.append(Diagnostic.make("KB302", record.path, line, link.column, f"dangling link {link.text}: no record '{link.target}'"))
                 continue
-            my_edges.append((record.key, target.key, {"field": "body", "line": line}))
+            my_edges.append((record.key, target.key, "body", line))
             if link.anchor:
                 anchors[target.key] = target.digest
                 if target.key not in heading_cache:
@@ -146,7 +146,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
         found.extend(mine)
         edges.extend(my_edges)
 
-    linked = {target for source, target, _ in edges if source != target}
+    linked = {target for source, target, _, _ in edges if source != target}
     for record in corpus.records.values():
         if record.key in linked:
             continue
@@ -197,7 +197,7 @@ def _link_reference(record: Record, ref: Reference, index: Index, edges: list) -
                 return [Diagnostic.make("KB303", record.path, line, col, f"{ref.field}: '{ref.value}' is ambiguous: {names}")]
         else:
             return [Diagnostic.make("KB300", record.path, line, col, f"{ref.field}: no record '{ref.value}'")]
-    edges.append((record.key, target.key, {"field": ref.field, "line": line}))
+    edges.append((record.key, target.key, ref.field, line))
     if ref.types and target.type not in ref.types:
         expected = " or ".join(ref.types)
         return [Diagnostic.make("KB301", record.path, line, col,

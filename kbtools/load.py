@@ -232,7 +232,11 @@ class _Converter:
             what = f"more than {MAX_NODES} YAML nodes (alias bomb?)" if self.count > MAX_NODES else f"nesting deeper than {MAX_DEPTH}"
             raise LoadError("KB111", line, col, f"frontmatter expands to {what}")
         if isinstance(node, yaml.MappingNode):
-            self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+            try:
+                self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+            except yaml.YAMLError as exc:
+                line, col = self.where(node)
+                raise LoadError("KB104", line, col, f"invalid YAML merge (<<): {getattr(exc, 'problem', None) or exc}") from None
             result: dict[str, Any] = {}
             first_seen: dict[str, int] = {}
             for key_node, value_node in node.value:

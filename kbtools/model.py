@@ -103,7 +103,7 @@ class Corpus:
     registry: Any  # schema.TypeRegistry (Any avoids an import cycle)
     records: Mapping[str, Record] = field(default_factory=dict)  # by key dir/id
     diagnostics: tuple[Diagnostic, ...] = ()
-    edges: tuple | None = None  # (source key, target key, {field, line}) for every link; set by the links stage
+    edges: tuple | None = None  # (source key, target key, field, line) for every link; set by the links stage
     computed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
     complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
@@ -117,7 +117,7 @@ class Corpus:
 
         graph = nx.MultiDiGraph()
         graph.add_nodes_from((key, {"type": record.type}) for key, record in self.records.items())
-        graph.add_edges_from(self.edges)
+        graph.add_edges_from((source, target, {"field": field, "line": line}) for source, target, field, line in self.edges)
         return graph
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> "Corpus":

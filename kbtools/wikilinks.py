@@ -17,7 +17,7 @@ from markdown_it.rules_inline import StateInline
 MAX_TARGET = 300
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WikiLink:
     target: str  # 'dir/id' or 'id'
     anchor: str | None
@@ -78,14 +78,14 @@ def new_parser() -> MarkdownIt:
 markdown = lru_cache(maxsize=1)(new_parser)  # the shared parser `kb check` uses
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InlineSpan:
     content: str  # between {{ and }}
     line: int  # 0-based line within the body
     column: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BodyScan:
     """What a body links to and quotes, found in one parse."""
 
