@@ -393,6 +393,8 @@ def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str
     """Write the site into `out` atomically (a sibling temp dir swapped in), return (pages, warning)."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}-*"):  # left by a build that was killed
+        shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         count = SiteBuilder(corpus, staging).build()

@@ -18,6 +18,7 @@ from typing import Any
 import pint
 
 from .diagnostics import Diagnostic
+from .load import internal_error
 from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from .links import QUALIFIED, Index, walk_plan
 from .model import Corpus, FieldPath, Record
@@ -147,6 +148,11 @@ class Computer:
             self.stack.append(record.key)
             try:
                 entry = self.record_values(record)
+            except (_Failed, _Cycle):
+                entry = None
+            except Exception as exc:  # pint or kb failing deep inside: one diagnostic, the rest goes on
+                self.diagnostics.append(internal_error(record.path, exc))
+                entry = None
             finally:
                 self.stack.pop()
             if entry is not None:

@@ -40,6 +40,8 @@ CODES: dict[str, Code] = {
     "KB110": Code(E, "A Markdown file sits in a directory that is no record type.", "records/widgets/x.md:1:1: error KB110 'widgets/' is not a record directory (known: accelerators, engines, ...)"),
     "KB111": Code(E, "The frontmatter is too large or too deeply nested to load safely.", "records/models/x.md:2:1: error KB111 frontmatter expands to more than 100000 YAML nodes (alias bomb?)"),
     "KB112": Code(E, "A path given on the command line is not a record file.", "notes.txt:1:1: error KB112 not a record: expected records/<dir>/<id>.md"),
+    "KB113": Code(E, "A record file is too large to be a record (more than 5 MiB); it is not read.", "records/models/x.md:1:1: error KB113 file is 50.0 MiB; a record may be at most 5 MiB (it was not read)"),
+    "KB114": Code(E, "A body has more than 10,000 [[links]] or {{values}}; none is checked.", "records/flops/x.md:12:1: error KB114 the body has more than 10,000 [[links]] or {{values}}; none of them was checked"),
     # schema
     "KB200": Code(E, "A field breaks its type's JSON Schema.", "records/models/x.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']"),
     "KB201": Code(E, "A field is not part of its type's schema (misspelt or unknown).", "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'"),

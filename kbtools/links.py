@@ -116,6 +116,9 @@ def resolve_links(corpus: Corpus) -> Corpus:
         mine: list[Diagnostic] = []
         my_edges: list[tuple[str, str, str, int]] = []
         anchors: dict[str, str] = {}
+        if record.body.count("[[") > MAX_BODY_LINKS or record.body.count("{{") > MAX_BODY_LINKS:
+            mine.append(Diagnostic.make("KB114", record.path, record.body_line, 1,
+                                        f"the body has more than {MAX_BODY_LINKS:,} [[links]] or {{{{values}}}}; none of them was checked"))
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is not None:
             for ref in record_references(corpus, record, record_type.plan, dirs):
@@ -171,8 +174,13 @@ def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set
     return refs
 
 
+MAX_BODY_LINKS = 10_000  # more wikilinks than any page needs; scanning them would take seconds
+
+
 def record_scan(corpus: Corpus, record: Record) -> BodyScan:
     """The body's links and inline values: from the cache when the file is unchanged."""
+    if record.body.count("[[") > MAX_BODY_LINKS or record.body.count("{{") > MAX_BODY_LINKS:
+        return BodyScan((), ())  # reported once as KB114 by resolve_links
     entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
     if entry is not None and "scan" in entry:
         remember_scan(record.body, entry["scan"])

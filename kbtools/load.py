@@ -24,6 +24,7 @@ FENCE = re.compile(r"^---[ \t]*$")
 CLOSING_FENCE = re.compile(r"^(---|\.\.\.)[ \t]*$")
 MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurd frontmatter
 MAX_DEPTH = 100
+MAX_RECORD_BYTES = 5 * 1024 * 1024  # a record is prose and figures; beyond this it is a mistake or an attack
 
 
 # libyaml's parser when PyYAML has it (about 50x faster to compose), the pure-Python one otherwise;
@@ -39,6 +40,9 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+_PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp"))
 
 
 class LoadError(Exception):
@@ -98,6 +102,11 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
                 records[entry["record"].key] = entry["record"]
             continue
         try:
+            size = path.stat().st_size
+            if size > MAX_RECORD_BYTES:
+                diagnostics.append(Diagnostic.make("KB113", rel, 1, 1, f"file is {size / 1048576:.1f} MiB; a record may be at most "
+                                                   f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)"))
+                continue
             raw = path.read_bytes()
         except OSError as exc:
             diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}"))
@@ -107,7 +116,10 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
         if cache is not None:
             cache.note_stat(rel, path)
         if entry is None:
-            record, found = load_record_bytes(raw, rel, path, registry, file_digest)
+            try:
+                record, found = load_record_bytes(raw, rel, path, registry, file_digest)
+            except Exception as exc:  # a bug of kb's own must not hide the other files' results
+                record, found = None, [internal_error(rel, exc)]
             if cache:
                 cache.store_file(rel, file_digest, record=record, load=found)
         else:
@@ -139,6 +151,11 @@ def load_record_bytes(raw: bytes, rel: str, path: Path, registry: TypeRegistry,
     record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions,
                     body=body, body_line=body_line, type=record_type.name if record_type else None, digest=file_digest)
     return record, check_identity(record, record_type.name if record_type else None)
+
+
+def internal_error(path: str, exc: BaseException) -> Diagnostic:
+    return Diagnostic.make("KB900", path, 1, 1, f"internal error while checking this file: {type(exc).__name__}: {exc}",
+                           hint="please report it with this file; the other files were checked")
 
 
 def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:
@@ -204,6 +221,8 @@ def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any],
         raise LoadError("KB104", line, column, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise LoadError("KB104", 1 + line_offset, 1, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise LoadError("KB111", 1 + line_offset, 1, "frontmatter nests too deeply to load") from None
     finally:
         loader.dispose()
     if node is None:
@@ -226,6 +245,9 @@ class _Converter:
         return node.start_mark.line + 1 + self.line_offset, node.start_mark.column + 1
 
     def convert(self, node: yaml.Node, path: FieldPath, positions: dict, depth: int) -> Any:
+        if node.tag not in _PLAIN_TAGS:  # !!python/object, !!binary, custom tags: data only, never objects
+            line, col = self.where(node)
+            raise LoadError("KB104", line, col, f"YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not allowed in records")
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
             line, col = self.where(node)

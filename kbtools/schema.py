@@ -11,6 +11,7 @@ import re
 from jsonschema.exceptions import ValidationError, best_match
 
 from .diagnostics import Diagnostic
+from .load import internal_error
 from .model import Corpus, FieldPath, Record
 from .registry import RecordType
 
@@ -29,9 +30,12 @@ def validate_schemas(corpus: Corpus) -> Corpus:
             found.extend(entry["schema"])
             continue
         mine: list[Diagnostic] = []
-        errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
-        for error in errors:
-            mine.extend(_diagnose(record, record_type, error))
+        try:
+            errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
+            for error in errors:
+                mine.extend(_diagnose(record, record_type, error))
+        except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
+            mine = [internal_error(record.path, exc)]
         if entry is not None:
             entry["schema"] = mine
             cache.changed = True

@@ -50,3 +50,36 @@ def test_missing_theme_is_a_usage_error(kb):
     result = kb.run("build", "--no-search")
     assert result.exit_code == 2
     assert "site/templates" in result.err
+
+
+def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
+    """The site is built in a staging directory and swapped in whole: killing kb mid-build loses nothing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from generate import generate
+    root = tmp_path / "big"
+    generate(root, 600, seed=3)
+    kb_script = str(Path(sys.executable).parent / "kb")
+    out = root / "site" / "_build"
+    first = subprocess.run([kb_script, "--root", str(root), "build", "--no-search"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.html")}
+    (root / "records" / "sources" / "source-000001.md").write_text(
+        (root / "records" / "sources" / "source-000001.md").read_text().replace("Publisher", "Changed publisher"))
+    proc = subprocess.Popen([kb_script, "--root", str(root), "build", "--no-search"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):  # kill it once it is writing pages into its staging directory
+        time.sleep(0.02)
+        if any(p.is_dir() for p in out.parent.glob("._build-*")):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.html")}
+    assert after == before
+    again = subprocess.run([kb_script, "--root", str(root), "build", "--no-search"], capture_output=True, text=True)
+    assert again.returncode == 0
+    assert not list(out.parent.glob("._build-*"))
+    assert "Changed publisher" in (out / "sources" / "source-000001.html").read_text()

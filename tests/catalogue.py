@@ -1,0 +1,201 @@
+"""The catalogue of bad input: what each case is, what kb must say, and where.
+
+tests/test_bad_input.py runs every case here; docs/bad-input.md is rendered from this
+list (`python tests/catalogue.py > docs/bad-input.md`, kept equal by a test), so the
+document and the tests cannot drift apart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HEAD = "---\nid: {id}\ntype: {type}\nname: N\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
+CITED = "sources: [src-a]\n"
+
+
+def record(id_: str = "x", type_: str = "engine", extra: str = "kind: serving-engine\n", body: str = "Uses [[src-a]].\n",
+           cited: bool = True) -> str:
+    return HEAD.format(id=id_, type=type_) + (CITED if cited else "") + extra + "---\n" + body
+
+
+def flop(costs: str, inputs: str = "inputs:\n  n: 4 GB\n  bw: 2 GB/s\n", body: str = "[[src-a]]\n") -> str:
+    return record("x", "flop", "class: kv_transfer\nbound_by: memory\n" + inputs + "costs:\n" + costs, body)
+
+
+@dataclass
+class Case:
+    name: str
+    files: dict[str, str | bytes]  # path under the KB root -> content
+    code: str | None  # the code kb must report; None: the input is accepted
+    path: str = "records/engines/x.md"
+    line: int | None = None
+    area: str = "file"
+    note: str = ""
+    seconds: float | None = None  # must finish within this (resource bounds)
+    exit_code: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def E(name, content, code, line=None, path="records/engines/x.md", area="file", **kw) -> Case:
+    files = content if isinstance(content, dict) else {path: content}
+    return Case(name, files, code, path, line, area, **kw)
+
+
+nested_block = "---\nid: x\n" + "".join("  " * i + f"k{i}:\n" for i in range(300)) + "---\n"
+
+CASES: list[Case] = [
+    # files and frontmatter
+    E("bytes that are not UTF-8", b"---\nid: x\nname: caf\xe9\n---\n", "KB100", 3),
+    E("an empty file", b"", "KB101", 1),
+    E("a file of blank lines", b"\n\n  \n", "KB101", 1),
+    E("no opening --- fence", "id: x\n", "KB102", 1),
+    E("an opening fence never closed", "---\nid: x\ntype: engine\n", "KB103", 1),
+    E("a tab used for indentation", "---\nid: x\n\ttype: engine\n---\n", "KB104", 3),
+    E("an unclosed quoted string", "---\nid: x\nname: \"abc\n---\n", "KB104", 4),
+    E("an unclosed flow list", "---\nid: x\nsources: [a, b\n---\n", "KB104", 4),
+    E("a duplicate key", "---\nid: x\nname: a\nname: b\n---\n", "KB105", 4),
+    E("a duplicate key inside a nested mapping", "---\nid: x\nm:\n  a: 1\n  a: 2\n---\n", "KB105", 5),
+    E("frontmatter that is a list", "---\n- a\n- b\n---\n", "KB106", 2),
+    E("frontmatter that is a single value", "---\njust text\n---\n", "KB106", 2),
+    E("an empty frontmatter block", "---\n---\nbody\n", "KB106", 2),
+    E("a YAML alias bomb (billion laughs)", "---\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(8)) + "---\n",
+      "KB111", None, seconds=5),
+    E("a flow list nested 10,000 deep", "---\nid: x\nk: " + "[" * 10_000 + "]" * 10_000 + "\n---\n", "KB104", None, seconds=5),
+    E("a mapping nested 300 deep", nested_block, "KB111", None, seconds=5),
+    E("a 50 MB record", "---\nid: x\n---\n" + "word " * 10_500_000, "KB113", 1, seconds=5),
+    E("a Python object tag (!!python/object)", "---\nid: x\nk: !!python/object/apply:os.system [echo pwned]\n---\n", "KB104", 3),
+    E("a binary value", "---\nid: x\nk: !!binary aGVsbG8=\n---\n", "KB104", 3),
+    E("a NaN figure", "---\nid: x\nk: .nan\n---\n", "KB104", 3),
+    E("a YAML merge of a scalar", "---\nid: x\na: &a 1\n<<: *a\n---\n", "KB104", 2),
+    E("a mapping used as a key", "---\n? {a: 1}\n: 2\n---\n", "KB104", 2),
+    E("an id that is not the file name", record("y"), "KB107", 2),
+    E("an id that is not a kebab-case slug", {"records/engines/My_Engine.md": record("My_Engine")}, "KB108", 1,
+      path="records/engines/My_Engine.md"),
+    E("an id that is a number", record("42"), "KB108", 2),
+    E("an id with a path in it (../)", {"records/engines/x.md": record("../../etc/passwd")}, "KB107", 2),
+    E("a type that is not its directory's", record(type_="model"), "KB109", 3),
+    E("a record in a directory that is no type", {"records/widgets/x.md": record()}, "KB110", 1, path="records/widgets/x.md"),
+    E("a record directly under records/", {"records/x.md": record()}, "KB110", 1, path="records/x.md"),
+    E("a record that is a symlink to a file outside records/", {"records/engines/x.md": "SYMLINK:/etc/hostname"}, "KB112", 1),
+    E("an impossible date", record().replace("2026-11-29", "2026-02-30"), "KB200", 7, area="schema"),
+    # schema
+    E("a misspelt field", record(extra="kind: serving-engine\nlicence: MIT\n"), "KB201", 10, area="schema"),
+    E("a missing required field", record(extra=""), "KB202", 1, area="schema"),
+    E("a status outside the enum", record().replace("status: draft", "status: done"), "KB200", 5, area="schema"),
+    E("a confidence above 1", record().replace("confidence: 0.5", "confidence: 1.5"), "KB200", 6, area="schema"),
+    E("a field of the wrong type", record(extra="kind: serving-engine\nlanguages: Python\n"), "KB200", 10, area="schema"),
+    E("a record that cites no source", record().replace("sources: [src-a]", "sources: []"), "KB200", 8, area="schema"),
+    E("a bad value in a nested row", record("x", "flop", "class: kv_transfer\nbound_by: memory\nhardware_parameters:\n"
+                                            "  - parameter: src-a\n    effect: e\n    basis: maybe\n"), "KB200", 14,
+      path="records/flops/x.md", area="schema"),
+    E("a schema file that is not JSON", {"schema/engine.schema.json": '{"title": "x",\n  oops\n}\n'}, "KB210", 2,
+      path="schema/engine.schema.json", area="schema"),
+    E("a schema that is not a valid JSON Schema", {"schema/engine.schema.json": '{"x-kb-dir": "engines",\n"type": "strin"\n}\n'},
+      "KB210", 2, path="schema/engine.schema.json", area="schema"),
+    # links
+    E("a reference to a record that does not exist", record(extra="kind: serving-engine\nintegrates_with: [nope]\n"), "KB300", 10, area="links"),
+    E("a reference to a record of the wrong type", record(extra="kind: serving-engine\nintegrates_with: [src-a]\n"), "KB301", 10, area="links"),
+    E("a dangling [[wikilink]]", record(body="[[src-a]] and [[nowhere]]\n"), "KB302", 11, area="links"),
+    E("a wikilink climbing out with ../", record(body="[[src-a]] [[../../etc/passwd]]\n"), "KB302", 11, area="links"),
+    E("a wikilink with an absolute path", record(body="[[src-a]] [[/etc/passwd]]\n"), "KB302", 11, area="links"),
+    E("an ambiguous bare [[id]]", {"records/engines/x.md": record(body="[[src-a]] [[dup]]\n"),
+                                   "records/engines/dup.md": record("dup", body="[[x]]\n"),
+                                   "records/models/dup.md": record("dup", "model", "architecture: dense\nattention: gqa\n")},
+      "KB303", 11, area="links"),
+    E("the same id in two directories", {"records/engines/x.md": record(),
+                                          "records/models/x.md": record("x", "model", "architecture: dense\nattention: gqa\n")},
+      "KB304", 2, area="links"),
+    E("a link to a heading that does not exist", record(body="[[src-a#nothing-here]]\n"), "KB305", 11, area="links"),
+    E("a record nothing links to", record(), "KB306", 2, area="links"),
+    E("a source nobody cites", {"records/sources/src-b.md": record("src-b", "source", "kind: docs\npublisher: P\n", "", cited=False)},
+      "KB307", 2, path="records/sources/src-b.md", area="links"),
+    E("a body with 100,000 links", record(body="[[src-a]] " * 100_000 + "\n"), "KB114", 11, area="links", seconds=10),
+    E("a link inside a code span or block", record(body="[[src-a]] `[[nowhere]]`\n\n```\n[[nowhere]]\n```\n"), None, area="links",
+      note="accepted: code is never a link"),
+    # units and quantities
+    E("a quantity that is not a number", record("x", "accelerator", "vendor: V\nmemory_capacity: lots\n"), "KB400", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a number with thousands separators", record("x", "accelerator", "vendor: V\nmemory_capacity: 1,000 GB\n"), "KB400", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("an unknown unit", record("x", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TBps\n"), "KB401", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a bandwidth written as 4.8 TB", record("x", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB\n"), "KB402", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a figure of 1e308", record("x", "accelerator", "vendor: V\ntdp: 1e308 W\n"), "KB403", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a boolean where a quantity goes", record("x", "accelerator", "vendor: V\ntdp: true\n"), "KB400", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a unit expression pint cannot parse", record("x", "accelerator", "vendor: V\ntdp: 4 )W(\n"), "KB401", 10,
+      path="records/accelerators/x.md", area="units"),
+    # formulas and recomputation
+    E("a stated figure 2x its recomputation", flop("  c:\n    formula: n / bw\n    unit: s\n    stated: 4 s\n"), "KB500", 18,
+      path="records/flops/x.md", area="compute"),
+    E("a derived field that disagrees with its inputs", record("x", "accelerator", "vendor: V\nmemory_bus_width: 6144\n"
+                                                              "memory_pin_rate: 5 Gb/s\nmemory_bandwidth: 4.8 TB/s\n"), "KB500", 12,
+      path="records/accelerators/x.md", area="compute"),
+    E("__import__('os') in a formula", flop("  c:\n    formula: \"__import__('os').system('true')\"\n    unit: s\n"), "KB501", 16,
+      path="records/flops/x.md", area="compute"),
+    E("a dunder attribute in a formula", flop("  c:\n    formula: n.__class__\n    unit: s\n"), "KB501", 16, path="records/flops/x.md", area="compute"),
+    E("a lambda in a formula", flop("  c:\n    formula: '(lambda: 1)()'\n    unit: s\n"), "KB501", 16, path="records/flops/x.md", area="compute"),
+    E("a comprehension in a formula", flop("  c:\n    formula: '[x for x in n]'\n    unit: s\n"), "KB501", 16, path="records/flops/x.md", area="compute"),
+    E("an f-string in a formula", flop("  c:\n    formula: f'{n}'\n    unit: s\n"), "KB501", 16, path="records/flops/x.md", area="compute"),
+    E("a walrus in a formula", flop("  c:\n    formula: (y := n)\n    unit: s\n"), "KB501", 16, path="records/flops/x.md", area="compute"),
+    E("a formula 5,000 characters long", flop("  c:\n    formula: " + "n + " * 1250 + "n\n    unit: GB\n"), "KB501", 16,
+      path="records/flops/x.md", area="compute"),
+    E("9 ** 9 ** 9 in a formula", flop("  c:\n    formula: 9 ** 9 ** 9\n    unit: s\n"), "KB507", 16, path="records/flops/x.md",
+      area="compute", seconds=5),
+    E("a name that is no input, cost or field", flop("  c:\n    formula: n / bandwidth\n    unit: s\n"), "KB502", 16,
+      path="records/flops/x.md", area="compute"),
+    E("GB added to GB/s", flop("  c:\n    formula: n + bw\n    unit: GB\n"), "KB503", 16, path="records/flops/x.md", area="compute"),
+    E("a result in the wrong unit", flop("  c:\n    formula: n / bw\n    unit: GB\n"), "KB504", 17, path="records/flops/x.md", area="compute"),
+    E("a division by zero", flop("  c:\n    formula: n / bw\n    unit: s\n", "inputs:\n  n: 4 GB\n  bw: 0 GB/s\n"), "KB505", 16,
+      path="records/flops/x.md", area="compute"),
+    E("two costs that depend on each other", flop("  a:\n    formula: b * 2\n    unit: GB\n  b:\n    formula: a / 2\n    unit: GB\n"),
+      "KB506", None, path="records/flops/x.md", area="compute"),
+    E("for_each over something that is not a list", flop("  c:\n    for_each: {t: n}\n    formula: n / bw\n    unit: s\n"), "KB508", 16,
+      path="records/flops/x.md", area="compute"),
+    E("an inline value in the wrong unit", flop("  c:\n    formula: n / bw\n    unit: s\n", body="[[src-a]] {{ c | GB }}\n"), "KB509", 19,
+      path="records/flops/x.md", area="compute"),
+    E("an inline value that names nothing", flop("  c:\n    formula: n / bw\n    unit: s\n", body="[[src-a]] {{ nothing }}\n"), "KB509", 19,
+      path="records/flops/x.md", area="compute"),
+    E("a hardware parameter carried by a non-quantity field",
+      {"records/hardware-parameters/x.md": record("x", "hardware_parameter", "dimension: GB/s\ncarried_by: {engine: license}\n", cited=False)},
+      "KB510", 9, path="records/hardware-parameters/x.md", area="compute"),
+    # command line
+    E("a named path that does not exist", {"records/engines/x.md": record(body="[[src-a]]\n")}, "KB112", 1, path="nowhere.md",
+      area="cli", extra={"args": ["nowhere.md"]}),
+]
+
+SITE_CASES = [  # covered by tests/test_site_hostile.py in a real browser
+    "<script> in a body", "an event attribute (onerror=) in raw HTML", "<svg onload> and <svg><script>", "a MathML/style mutation-XSS payload",
+    "a javascript: link (also mixed case and with an entity-encoded tab)", "a data: link and a javascript: image",
+    "</script><script> inside a frontmatter string (name, license, list item, cost label)", "a Unicode right-to-left override in a name",
+    "a javascript: URL in a source record's url", "raw <a href=javascript:> and <iframe>",
+]
+
+
+def render() -> str:
+    lines = ["# Bad input: what kb does with it", "",
+             "Records are edited by hand and arrive in pull requests from strangers. Every case below is a test:",
+             "`tests/test_bad_input.py` runs each one through `kb check` and asserts the code, file and line (and,",
+             "for resource bounds, the time), with no traceback. Generated from `tests/catalogue.py`.", "",
+             "| # | area | input | kb says | where |", "|---:|---|---|---|---|"]
+    for number, case in enumerate(CASES, 1):
+        said = f"`{case.code}`" if case.code else "accepted"
+        where = f"{case.path}:{case.line}" if case.line else case.path
+        if case.seconds:
+            where += f" (under {case.seconds:g} s)"
+        note = f" — {case.note}" if case.note else ""
+        lines.append(f"| {number} | {case.area} | {case.name}{note} | {said} | `{where}` |")
+    start = len(CASES)
+    for number, name in enumerate(SITE_CASES, start + 1):
+        lines.append(f"| {number} | site | {name} | rendered as text, nothing runs | tests/test_site_hostile.py (Chromium) |")
+    lines += ["", f"Total: {len(CASES) + len(SITE_CASES)} cases ({len(CASES)} through `kb check`, {len(SITE_CASES)} on the site).", "",
+              "Also: the formula sandbox catalogue (tests/test_formula.py, 41 escape attempts plus bounded powers), and",
+              "Hypothesis fuzzing of the loader, the formula parser and evaluator, the link finder and quantity",
+              "parsing (tests/test_fuzz.py; `KB_FUZZ_EXAMPLES=20000` for a long local run)."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
