@@ -33,6 +33,25 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
     build.set_defaults(handler=run_build)
 
+    new = sub.add_parser("new", help="write a draft record skeleton that passes kb check (never overwrites)")
+    new.add_argument("type", help="record type, e.g. accelerator")
+    new.add_argument("--name", required=True, help="the record's name; the id is made from it")
+    new.add_argument("--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)")
+    new.add_argument("--id", help="the id, when the one made from the name will not do")
+    new.set_defaults(handler=run_new)
+
+    query = sub.add_parser("query", help="filter records by type, status, fields with units and links")
+    query.add_argument("filters", nargs="*", metavar="FILTER",
+                       help="type:model, status:verified, memory_bandwidth>=4 TB/s, links-to:engines/lmcache ...")
+    query.add_argument("--fields", default="", help="extra columns, comma-separated")
+    query.add_argument("--format", choices=["text", "json", "csv"], default="text")
+    query.set_defaults(handler=run_query)
+
+    export = sub.add_parser("export", help="write the checked corpus as SQLite or JSON")
+    export.add_argument("--sqlite", type=Path, metavar="FILE")
+    export.add_argument("--json", type=Path, metavar="FILE")
+    export.set_defaults(handler=run_export)
+
     explain = sub.add_parser("explain", help="show how a value was computed, from which records and sources")
     explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
     explain.set_defaults(handler=run_explain)
@@ -70,6 +89,58 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
     print(f"built {pages} record pages into {out}")
+    return EXIT_OK
+
+
+def run_new(args: argparse.Namespace, settings: Settings) -> int:
+    from .authoring import AuthoringError, new_record
+    from .links import Index
+    from .pipeline import check_corpus
+
+    corpus = check_corpus(settings, use_cache=True, complete=False)
+    index = Index(corpus)
+    for source in args.source:
+        target, _ = index.resolve(source)
+        if target is None or target.type != "source":
+            print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
+            return EXIT_ERRORS
+    try:
+        path = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id)
+    except AuthoringError as exc:
+        print(f"kb new: {exc}", file=sys.stderr)
+        return EXIT_ERRORS
+    print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
+    return EXIT_OK
+
+
+def run_query(args: argparse.Namespace, settings: Settings) -> int:
+    from .pipeline import check_corpus
+    from .query import QueryError, render, run_query as query
+
+    corpus = check_corpus(settings, use_cache=True, complete=True)
+    try:
+        columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
+    except QueryError as exc:
+        print(f"kb query: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    sys.stdout.write(render(columns, rows, args.format))
+    return EXIT_OK
+
+
+def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    from .export import write_json, write_sqlite
+    from .pipeline import check_corpus
+
+    if not args.sqlite and not args.json:
+        print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
+        return EXIT_USAGE
+    corpus = check_corpus(settings, use_cache=True, complete=True)
+    if args.sqlite:
+        write_sqlite(corpus, args.sqlite)
+        print(f"wrote {args.sqlite}")
+    if args.json:
+        write_json(corpus, args.json)
+        print(f"wrote {args.json}")
     return EXIT_OK
 
 

@@ -1,0 +1,115 @@
+"""Writing records: `kb new` skeletons. Every write is atomic and never replaces a record silently."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .registry import RecordType, TypeRegistry
+
+
+class AuthoringError(Exception):
+    """A request kb refuses, with the reason a user can act on."""
+
+
+def slug(name: str) -> str:
+    """'NVIDIA H200 SXM' -> 'nvidia-h200-sxm': lower case, runs of anything else become one hyphen."""
+    text = re.sub(r"[^a-z0-9]+", "-", name.lower().replace("+", " plus ").replace(".", "-")).strip("-")
+    return re.sub(r"-+", "-", text)
+
+
+def write_new_file(path: Path, text: str) -> None:
+    """Write a file that must not exist yet: staged in a temp file, linked into place atomically.
+
+    os.link fails if the target exists, so two writers can never both 'create' the same record,
+    and a reader (or a crash) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise AuthoringError(f"{path} already exists; kb new never overwrites a record") from None
+    finally:
+        os.unlink(tmp)
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Replace a file's contents atomically (temp file in the same directory, then rename)."""
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _placeholder(name: str, schema: dict[str, Any], resolver) -> tuple[str, str]:
+    """(YAML value, trailing comment) for a required field, valid against its schema."""
+    if isinstance(schema.get("$ref"), str):
+        schema = {**resolver.lookup(schema["$ref"]).contents, **{k: v for k, v in schema.items() if k != "$ref"}}
+    if schema.get("examples"):  # the schema's own example (JSON Schema's `examples` keyword)
+        return json.dumps(schema["examples"][0], ensure_ascii=False), "  # an example: replace it"
+    if "enum" in schema:
+        return str(schema["enum"][0]), f"  # one of: {', '.join(map(str, schema['enum']))}"
+    if "const" in schema:
+        return str(schema["const"]), ""
+    kind = schema.get("type")
+    if kind == "object":
+        return "{}", "  # fill in"
+    if kind == "array":
+        return "[]", "  # fill in"
+    if kind in ("integer", "number"):
+        return str(schema.get("minimum", 1)), "  # fill in"
+    if "x-kb-quantity" in schema:
+        return "0", f"  # a quantity in {schema['x-kb-quantity']}"
+    return '"TODO"', "  # fill in"
+
+
+def skeleton(record_type: RecordType, record_id: str, name: str, sources: list[str], today: dt.date | None = None) -> str:
+    """A draft record that passes `kb check`: envelope, then the type's required fields."""
+    today = today or dt.date.today()
+    quoted_name = name.replace("\\", "\\\\").replace('"', '\\"')
+    lines = ["---", f"id: {record_id}", f"type: {record_type.name}", f'name: "{quoted_name}"',
+             "status: draft             # verified | draft | contested | deprecated",
+             "confidence: 0.3", f"updated: {today.isoformat()}"]
+    if sources:
+        lines.append(f"sources: [{', '.join(sources)}]")
+    properties = record_type.schema.get("properties", {})
+    for field_name in record_type.schema.get("required", []):
+        if field_name in ("id", "type", "name", "status", "confidence", "updated", "sources"):
+            continue
+        value, comment = _placeholder(field_name, properties.get(field_name, {}), record_type.resolver)
+        lines.append(f"{field_name}: {value}{comment}")
+    lines += ["---", f"What {name} is, in your own words, with the figures it is known for and",
+              "links like `[[dir/id]]` to related records.", ""]
+    return "\n".join(lines)
+
+
+def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, sources: list[str],
+               record_id: str | None = None) -> Path:
+    record_type = registry.types.get(type_name)
+    if record_type is None:
+        raise AuthoringError(f"no record type '{type_name}' (known: {', '.join(sorted(registry.types))})")
+    record_id = record_id or slug(name)
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", record_id or ""):
+        raise AuthoringError(f"cannot make an id from '{name}'; pass --id")
+    cited = any(isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", []))
+    if cited and not sources:
+        raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
+    path = root / "records" / record_type.dir / f"{record_id}.md"
+    write_new_file(path, skeleton(record_type, record_id, name, sources))
+    return path

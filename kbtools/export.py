@@ -1,0 +1,106 @@
+"""`kb export`: the checked corpus as SQLite (a table per type) or JSON, for Datasette and friends.
+
+Quantities are stored in their field's canonical unit with a `<field>_unit` column beside
+them; computed values are included and flagged in the JSON. Files are written atomically.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .model import Corpus
+
+ENVELOPE = ("id", "name", "status", "confidence", "updated", "basis")
+
+
+def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
+    record_type = corpus.registry.types[type_name]
+    plan = record_type.plan.properties.get(field)
+    return plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
+
+
+def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for group in ("fields", "costs"):
+        for name, value in corpus.computed.get(key, {}).get(group, {}).items():
+            if value.quantity is None:
+                out[name] = {"rows": {k: {"value": float(v.quantity.magnitude), "unit": f"{v.quantity.units:~P}"} for k, v in value.rows},
+                             "computed": True, "formula": value.formula.text if value.formula else None}
+                continue
+            unit = _canonical(corpus, corpus.records[key].type, name) if group == "fields" else value.unit
+            quantity = value.quantity.to(unit) if unit else value.quantity
+            out[name] = {"value": float(quantity.magnitude), "unit": unit or f"{quantity.units:~P}", "basis": value.basis,
+                         "computed": value.computed, "sources": list(value.sources),
+                         "formula": value.formula.text if value.formula else None}
+    return out
+
+
+def to_json(corpus: Corpus) -> dict[str, Any]:
+    return {
+        "records": [{"key": key, "type": r.type, "path": r.path, "data": dict(r.data), "values": record_values(corpus, key), "body": r.body}
+                    for key, r in sorted(corpus.records.items())],
+        "links": [{"source": s, "target": t, "field": f, "line": line} for s, t, f, line in corpus.edges or ()],
+        "diagnostics": [d.model_dump(mode="json") for d in corpus.diagnostics],
+    }
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_json(corpus: Corpus, path: Path) -> None:
+    _atomic(path, lambda tmp: tmp.write_text(json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str), encoding="utf-8"))
+
+
+def _column(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def write_sqlite(corpus: Corpus, path: Path) -> None:
+    def write(tmp: Path) -> None:
+        tmp.unlink(missing_ok=True)
+        db = sqlite3.connect(tmp)
+        try:
+            for type_name, record_type in sorted(corpus.registry.types.items()):
+                fields = [f for f in record_type.property_order if f not in ENVELOPE and f not in ("type", "sources", "notes", "aliases")]
+                quantity_fields = [f for f in fields if record_type.plan.properties.get(f) and record_type.plan.properties[f].quantity]
+                columns = ["key", *ENVELOPE, "sources"]
+                for field in fields:
+                    columns.append(field)
+                    if field in quantity_fields:
+                        columns.append(f"{field}_unit")
+                db.execute(f"CREATE TABLE {_column(type_name)} ({', '.join(_column(c) + (' PRIMARY KEY' if c == 'key' else '') for c in columns)})")
+                for key, record in sorted(corpus.records.items()):
+                    if record.type != type_name:
+                        continue
+                    values = record_values(corpus, key)
+                    row: dict[str, Any] = {"key": key, **{k: record.data.get(k) for k in ENVELOPE}, "sources": json.dumps(record.data.get("sources", []))}
+                    for field in fields:
+                        if field in quantity_fields and field in values and "value" in values[field]:
+                            row[field], row[f"{field}_unit"] = values[field]["value"], values[field]["unit"]
+                        else:
+                            raw = record.data.get(field)
+                            row[field] = json.dumps(raw, ensure_ascii=False, default=str) if isinstance(raw, (list, dict)) else raw
+                    db.execute(f"INSERT INTO {_column(type_name)} ({', '.join(map(_column, row))}) VALUES ({', '.join('?' * len(row))})",
+                               [v if isinstance(v, (int, float, str)) or v is None else str(v) for v in row.values()])
+            db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
+            db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
+            db.execute("CREATE TABLE diagnostics (code TEXT, severity TEXT, path TEXT, line INTEGER, column INTEGER, message TEXT)")
+            db.executemany("INSERT INTO diagnostics VALUES (?, ?, ?, ?, ?, ?)",
+                           [(d.code, d.severity.value, d.path, d.line, d.column, d.message) for d in corpus.diagnostics])
+            db.commit()
+        finally:
+            db.close()
+    _atomic(path, write)

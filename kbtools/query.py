@@ -1,0 +1,141 @@
+"""`kb query`: filter the checked corpus by type, status, fields with units and links.
+
+Filters (all must hold):
+    type:model  status:verified  vendor:NVIDIA     equality (membership for list fields)
+    memory_bandwidth>=4 TB/s  kv_bytes_per_token<100 KB/token   unit-aware comparison (= != < <= > >=)
+    links-to:engines/lmcache                       the record links to that record (any field or the body)
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .links import Index
+from .model import Corpus, Record
+from .units import QuantityError, format_quantity, parse_quantity_text
+
+FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
+ENVELOPE = {"id", "type", "name", "status", "confidence", "updated", "sources", "basis"}
+
+
+class QueryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Filter:
+    field: str
+    op: str
+    value: str
+
+
+def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
+    known = set(ENVELOPE) | {"links-to"}
+    for record_type in corpus.registry.types.values():
+        known |= set(record_type.plan.properties) | set(record_type.derive)
+    filters = []
+    for text in texts:
+        match = FILTER.match(text.strip())
+        if not match:
+            raise QueryError(f"cannot read filter '{text}': write field:value, field>=VALUE UNIT or links-to:dir/id")
+        if match["field"] not in known:
+            raise QueryError(f"unknown field '{match['field']}' in '{text}'")
+        filters.append(Filter(match["field"], match["op"], match["value"].strip()))
+    return filters
+
+
+def _value(corpus: Corpus, record: Record, field: str) -> Any:
+    computed = corpus.computed.get(record.key, {})
+    value = computed.get("fields", {}).get(field) or computed.get("costs", {}).get(field)
+    if value is not None and value.quantity is not None:
+        return value.quantity
+    return record.data.get(field)
+
+
+def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
+    if flt.field == "links-to":
+        target, _ = index.resolve(flt.value)
+        return target is not None and any(s == record.key and t == target.key for s, t, _, _ in corpus.edges or ())
+    actual = _value(corpus, record, flt.field)
+    if actual is None:
+        return False
+    if hasattr(actual, "magnitude"):  # a quantity: compare with units
+        try:
+            wanted = parse_quantity_text(flt.value, None)
+        except QuantityError as exc:
+            raise QueryError(f"{flt.field}{flt.op}{flt.value}: {exc.message}") from None
+        if not actual.is_compatible_with(wanted):
+            raise QueryError(f"{flt.field} is in {actual.units:~P}; cannot compare it with {flt.value}")
+        left, right = float(actual.to(wanted.units).magnitude), float(wanted.magnitude)
+    elif isinstance(actual, list):
+        if flt.op not in (":", "=", "!="):
+            raise QueryError(f"{flt.field} is a list: use {flt.field}:VALUE")
+        found = flt.value in [str(v) for v in actual]
+        return found if flt.op != "!=" else not found
+    elif isinstance(actual, (int, float)) and not isinstance(actual, bool) and flt.op not in (":",):
+        try:
+            left, right = float(actual), float(flt.value)
+        except ValueError:
+            raise QueryError(f"{flt.field} is a number; '{flt.value}' is not") from None
+    else:
+        left, right = str(actual), flt.value
+    return {":": left == right, "=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+            ">": left > right, ">=": left >= right}[flt.op]
+
+
+def run_query(corpus: Corpus, texts: list[str], extra_fields: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    filters = parse_filters(corpus, texts)
+    index = Index(corpus)
+    columns = ["key", "name"] + list(dict.fromkeys([f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields))
+    rows = []
+    for key, record in sorted(corpus.records.items()):
+        if all(_matches(corpus, index, record, flt) for flt in filters):
+            row: dict[str, Any] = {"key": key, "name": record.data.get("name", "")}
+            for column in columns[2:]:
+                row[column] = _value(corpus, record, column)  # quantities stay quantities until rendered
+            rows.append(row)
+    return columns, rows
+
+
+def _machine(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """For JSON and CSV: each quantity as a plain number plus a `<column>_unit` column."""
+    quantity_columns = {c for c in columns for row in rows if hasattr(row.get(c), "magnitude")}
+    out_columns = [x for c in columns for x in ([c, f"{c}_unit"] if c in quantity_columns else [c])]
+    out_rows = []
+    for row in rows:
+        new = {}
+        for column in columns:
+            value = row.get(column)
+            if column in quantity_columns:
+                new[column] = float(value.magnitude) if hasattr(value, "magnitude") else None
+                new[f"{column}_unit"] = f"{value.units:~P}" if hasattr(value, "magnitude") else None
+            else:
+                new[column] = value
+        out_rows.append(new)
+    return out_columns, out_rows
+
+
+def render(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str:
+    if fmt in ("json", "csv"):
+        columns, rows = _machine(columns, rows)
+    else:
+        rows = [{k: format_quantity(v) if hasattr(v, "magnitude") else v for k, v in row.items()} for row in rows]
+    if fmt == "json":
+        return json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+        return buffer.getvalue()
+    texts = [[str(row.get(c, "")) if row.get(c) is not None else "" for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in texts]
+    lines.append(f"{len(rows)} records")
+    return "\n".join(lines) + "\n"

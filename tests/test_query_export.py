@@ -1,0 +1,53 @@
+"""kb query and kb export on the repository's own records."""
+import csv
+import io
+import json
+import sqlite3
+import subprocess
+
+from conftest import KB_SCRIPT, REPO
+
+
+def kb(*args):
+    return subprocess.run([KB_SCRIPT, *args], cwd=REPO, capture_output=True, text=True)
+
+
+def test_query_quantities_with_units():
+    result = kb("query", "type:accelerator", "memory_bandwidth>=4 TB/s", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    keys = {r["key"] for r in rows}
+    assert "accelerators/nvidia-h200-sxm" in keys and "accelerators/nvidia-h100-sxm" not in keys
+    assert all(r["memory_bandwidth"] >= 4000 and r["memory_bandwidth_unit"] == "GB/s" for r in rows)
+
+
+def test_query_kv_bytes_below_a_threshold_as_csv():
+    result = kb("query", "kv_bytes_per_token<100 KB/token", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["key"] for r in rows] == ["models/deepseek-v3"]
+    assert float(rows[0]["kv_bytes_per_token"]) == 70272
+
+
+def test_query_links_to_and_status():
+    rows = json.loads(kb("query", "links-to:engines/lmcache", "status:draft", "--format", "json").stdout)
+    assert "flops/eng-profile-kv-tiering-moves-flops-to-bytes" in {r["key"] for r in rows}
+
+
+def test_query_errors_exit_2():
+    assert "unknown field 'nope'" in kb("query", "nope:1").stderr
+    wrong = kb("query", "memory_bandwidth>=4 TB")
+    assert wrong.returncode == 2 and "cannot compare" in wrong.stderr
+
+
+def test_export_sqlite_and_json(tmp_path):
+    result = kb("export", "--sqlite", str(tmp_path / "kb.sqlite"), "--json", str(tmp_path / "kb.json"))
+    assert result.returncode == 0, result.stderr
+    db = sqlite3.connect(tmp_path / "kb.sqlite")
+    assert db.execute("select memory_bandwidth, memory_bandwidth_unit from accelerator where key = 'accelerators/nvidia-h200-sxm'").fetchone() == (4800.0, "GB/s")
+    assert db.execute("select kv_bytes_per_token from model where key = 'models/deepseek-v3'").fetchone() == (70272.0,)
+    assert db.execute("select count(*) from links").fetchone()[0] > 1000
+    assert db.execute("select count(*) from diagnostics where severity = 'error'").fetchone()[0] == 0
+    exported = json.loads((tmp_path / "kb.json").read_text())
+    seed = next(r for r in exported["records"] if r["key"].endswith("eng-profile-kv-tiering-moves-flops-to-bytes"))
+    assert seed["values"]["hit_path_bytes"]["computed"] is True
+    assert abs(seed["values"]["hit_path_bytes"]["value"] - 2.24870) < 1e-4
