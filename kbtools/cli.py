@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.add_argument("--no-cache", action="store_true", help="ignore and do not write .kb-cache/ (a full, cold check)")
+    check.add_argument("--since", metavar="REV", help="also report prose still quoting a figure changed since this git revision")
     check.set_defaults(handler=run_check)
 
     build = sub.add_parser("build", help="build the static site from the checked records")
@@ -62,7 +63,21 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline import check_corpus, select
     from .report import FORMATTERS, summarize
 
+    from .stale import changed_since, stale_figures
+
     corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
+    stale = []
+    if args.since:
+        changed = changed_since(settings.root, args.since)
+        if changed is None:
+            print(f"kb check: --since {args.since}: not a git repository, or no such revision", file=sys.stderr)
+            return EXIT_USAGE
+        stale = stale_figures(corpus, args.since, changed)
+    elif args.paths and changed_since(settings.root, "HEAD") is not None:
+        # the pre-commit path: the named files against the last commit
+        named = [_relative(p, settings) for p in args.paths]
+        stale = stale_figures(corpus, "HEAD", [n for n in named if n])
+    corpus = corpus.with_diagnostics(stale)
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
     summary = summarize(diagnostics, len(corpus.records))
     sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
@@ -166,6 +181,13 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERRORS
     print("\n".join(explain_value(corpus, value, f"{record.key}.{name}")))
     return EXIT_OK
+
+
+def _relative(path: Path, settings: Settings) -> str | None:
+    try:
+        return path.resolve().relative_to(settings.root).as_posix()
+    except ValueError:
+        return None
 
 
 def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:

@@ -74,6 +74,8 @@ CODES: dict[str, Code] = {
     "KB509": Code(E, "An inline {{ value }} in the body cannot be computed or has the wrong unit.", "records/flops/x.md:30:12: error KB509 inline value {{ hit_path_bytes | ms }}: 2.249 GB is information, expected time (like ms)"),
     "KB510": Code(E, "A hardware_parameter's carried_by names a type or field that does not carry it.", "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator"),
     "KB511": Code(W, "A hardware_parameters row names a record that has no value for that parameter.", "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth"),
+    # history
+    "KB600": Code(E, "Prose still quotes a figure that a change replaced in a field (kb check --since REV, and the pre-commit path).", "records/interconnects/pcie-6-x16.md:14:9: error KB600 quotes 128 GB/s, the old value of interconnects/pcie-6-x16.bandwidth_per_direction (now 242 GB/s, changed since HEAD at records/interconnects/pcie-6-x16.md:10:1); quote it as {{ interconnects/pcie-6-x16.bandwidth_per_direction }} instead"),
     # internal
     "KB900": Code(E, "kb itself failed; please report it with the file named.", "records/models/x.md:1:1: error KB900 internal error: ..."),
 }

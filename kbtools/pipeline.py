@@ -38,7 +38,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
 
 # Link breakage anywhere is reported even when only some files are named: a
 # deleted or renamed record breaks links in files the commit did not touch.
-BREAKAGE_CODES = frozenset({"KB300", "KB302", "KB303"})
+BREAKAGE_CODES = frozenset({"KB300", "KB302", "KB303", "KB600"})
 
 
 def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:

@@ -119,3 +119,11 @@ def test_a_crash_in_one_record_is_reported_there_and_the_rest_is_checked(kb, mon
     assert result.exit_code == 1
     assert "records/engines/f.md:1:1: error KB900 internal error while checking this file: ValueError: simulated bug" in result.lines
     assert any(" KB302 " in l and "engines/e.md" in l for l in result.lines)
+
+
+def test_github_workflow_is_valid():
+    """Checked against check-jsonschema's bundled GitHub workflow schema (no network)."""
+    proc = subprocess.run([str(__import__("pathlib").Path(sys.executable).parent / "check-jsonschema"),
+                           "--builtin-schema", "vendor.github-workflows", str(REPO / ".github" / "workflows" / "kb.yml")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
