@@ -28,6 +28,7 @@ from .diagnostics import Diagnostic, Severity
 from .links import Index, backlinks, iter_references
 from .model import Corpus, Record
 from .render import BodyRenderer, safe_url, value_anchor
+from .progress import track
 from .units import format_number, registry
 
 ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
@@ -91,7 +92,7 @@ class SiteBuilder:
         self.home()
         for record_type in self.types_in_order:
             self.type_index(record_type)
-        for key in self.corpus.records:
+        for key in track(list(self.corpus.records), "Writing pages"):
             self.record_page(key)
         self.graph_page()
         self.write("static/graph-data.json", json.dumps(self.graph_data(), separators=(",", ":")))

@@ -16,6 +16,7 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kb", description="Check and publish the LLM-inference cost knowledge base.")
     parser.add_argument("--version", action="version", version=f"kb {__version__}")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars (they only show on a terminal anyway)")
     parser.add_argument("--root", type=Path, help="repository root (default: nearest directory with records/ and schema/)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -52,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--sqlite", type=Path, metavar="FILE")
     export.add_argument("--json", type=Path, metavar="FILE")
     export.set_defaults(handler=run_export)
+
+    fmt = sub.add_parser("fmt", help="canonical frontmatter (schema key order), comments and body kept")
+    fmt.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="records to format (default: all)")
+    fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
+    fmt.set_defaults(handler=run_fmt)
 
     explain = sub.add_parser("explain", help="show how a value was computed, from which records and sources")
     explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
@@ -159,6 +165,31 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
+    from .fmt import format_file
+    from .load import discover
+    from .registry import load_registry
+
+    registry = load_registry(settings.schema_path, settings.root)
+    if args.paths:
+        files = [p.resolve() for p in args.paths if p.suffix == ".md"]
+    else:
+        found, _ = discover(settings, registry)
+        files = [settings.root / rel for rel in found]
+    changed = errors = 0
+    for path in files:
+        result = format_file(path, registry, args.check)
+        shown = _relative(path, settings) or str(path)
+        if result.error:
+            errors += 1
+            print(f"{shown}:{result.error} (not formatted)", file=sys.stderr)
+        elif result.changed:
+            changed += 1
+            print(f"{shown}: {'would reformat' if args.check else 'reformatted'}")
+    print(f"{len(files)} records: {changed} {'would change' if args.check else 'changed'}, {errors} not loadable")
+    return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
+
+
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     from .explain import explain_record, explain_value, find_value
     from .links import Index
@@ -207,6 +238,8 @@ def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    from .progress import configure
+    configure(args.quiet)
     settings = Settings(root=args.root.resolve()) if args.root else Settings.discover()
     if not settings.schema_path.is_dir():
         print(f"kb: no schema/ directory at {settings.root} (run kb inside the knowledge-base repository or pass --root)", file=sys.stderr)

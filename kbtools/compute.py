@@ -19,6 +19,7 @@ import pint
 
 from .diagnostics import Diagnostic
 from .load import internal_error
+from .progress import track
 from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from .links import QUALIFIED, Index, walk_plan
 from .model import Corpus, FieldPath, Record
@@ -142,7 +143,7 @@ class Computer:
     def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
         """Compute every record's values (or only those of the records in `only`)."""
         computed: dict[str, dict[str, Any]] = {}
-        for record in self.corpus.records.values():
+        for record in track(list(self.corpus.records.values()), "Recomputing figures"):
             if only is not None and record.key not in only:
                 continue
             self.stack.append(record.key)

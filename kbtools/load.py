@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from .cache import Cache, digest
+from .progress import track
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record, Settings
 from .registry import TypeRegistry
@@ -91,7 +92,7 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
 def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None = None) -> Corpus:
     files, diagnostics = discover(settings, registry)
     records: dict[str, Record] = {}
-    for rel in files:
+    for rel in track(files, "Reading records"):
         path = settings.root / rel
         # like git's index: a file whose size and mtime match what the cache saw, and that
         # was not modified just before the cache was written, is not read again

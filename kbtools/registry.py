@@ -265,4 +265,8 @@ def _property_order(schema: dict[str, Any], resolver) -> list[str]:
         if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
             order.extend(resolver.lookup(sub["$ref"]).contents.get("properties", {}))
     order.extend(schema.get("properties", {}))
-    return list(dict.fromkeys(order))
+    order = list(dict.fromkeys(order))
+    if "notes" in order:  # free prose reads best after the figures
+        order.remove("notes")
+        order.append("notes")
+    return order

@@ -12,6 +12,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from .diagnostics import Diagnostic
 from .load import internal_error
+from .progress import track
 from .model import Corpus, FieldPath, Record
 from .registry import RecordType
 
@@ -21,7 +22,7 @@ _QUOTED = re.compile(r"'([^']*)'")
 def validate_schemas(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
     cache = corpus.cache
-    for record in corpus.records.values():
+    for record in track(list(corpus.records.values()), "Validating"):
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is None:
             continue

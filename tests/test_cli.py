@@ -127,3 +127,30 @@ def test_github_workflow_is_valid():
                            "--builtin-schema", "vendor.github-workflows", str(REPO / ".github" / "workflows" / "kb.yml")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    """Over a second of work on a TTY shows a bar (on stderr); piped or --quiet shows none."""
+    import os
+    import pty
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from generate import generate
+    root = tmp_path / "kb"
+    generate(root, 400, seed=2)
+    leader, follower = pty.openpty()
+    env = dict(os.environ, KB_PROGRESS_DELAY="0")  # show bars at once, so a small corpus will do
+    proc = subprocess.Popen([KB_SCRIPT, "--root", str(root), "check", "--no-cache"], stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait()
+    assert b"Validating" in seen or b"Reading records" in seen or b"Recomputing" in seen, seen[-500:]
+    piped = subprocess.run([KB_SCRIPT, "--root", str(root), "check", "--no-cache"], capture_output=True, text=True, env=env)
+    assert piped.stderr == ""

@@ -1,0 +1,103 @@
+"""`kb fmt`: canonical frontmatter, with comments, unknown keys and the body kept.
+
+ruamel.yaml's round-trip mode keeps comments; kb puts the keys in the schema's order
+(the envelope first, then the type's fields, then any keys the schema does not know, in
+the order they were written), writes lists of plain values inline and lists of mappings
+as blocks, and quotes only where YAML needs it. The body after the closing fence is kept
+byte for byte. Running it twice changes nothing.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from .authoring import replace_file
+from .load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes
+from .registry import TypeRegistry
+
+
+@dataclass
+class Formatted:
+    path: Path
+    changed: bool
+    error: str | None = None
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.width = 4096  # never fold a long line of prose
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.preserve_quotes = False
+    return yaml
+
+
+def _style(node) -> None:
+    """Lists of plain values inline, lists of mappings as blocks; recursively."""
+    if isinstance(node, CommentedMap):
+        for value in node.values():
+            _style(value)
+    elif isinstance(node, CommentedSeq):
+        if all(not isinstance(item, (CommentedMap, CommentedSeq)) for item in node) and not node.ca.items:
+            node.fa.set_flow_style()
+        else:
+            node.fa.set_block_style()
+        for item in node:
+            _style(item)
+
+
+def _ordered(data: CommentedMap, order: tuple[str, ...]) -> CommentedMap:
+    keys = [k for k in order if k in data] + [k for k in data if k not in order]
+    if keys == list(data):
+        return data
+    out = CommentedMap()
+    for key in keys:
+        out[key] = data[key]
+        if key in data.ca.items:
+            out.ca.items[key] = data.ca.items[key]
+    out.ca.comment = data.ca.comment
+    return out
+
+
+def format_text(text: str, order: tuple[str, ...]) -> str:
+    lines = text.splitlines(keepends=True)
+    if not lines or not FENCE.match(lines[0].rstrip("\r\n")):
+        raise LoadError("KB102", 1, 1, "missing frontmatter fence")
+    closing = next((i for i in range(1, len(lines)) if CLOSING_FENCE.match(lines[i].rstrip("\r\n"))), None)
+    if closing is None:
+        raise LoadError("KB103", 1, 1, "unclosed frontmatter")
+    yaml = _yaml()
+    data = yaml.load("".join(lines[1:closing]))
+    if not isinstance(data, CommentedMap):
+        raise LoadError("KB106", 2, 1, "frontmatter is not a mapping")
+    data = _ordered(data, order)
+    _style(data)
+    buffer = io.StringIO()
+    yaml.dump(data, buffer)
+    return "---\n" + buffer.getvalue() + "---\n" + "".join(lines[closing + 1:])
+
+
+def format_file(path: Path, registry: TypeRegistry, check_only: bool) -> Formatted:
+    raw = path.read_bytes()
+    try:
+        parse_record_bytes(raw)  # kb's own loader first: never rewrite what kb check refuses
+        text = raw.decode("utf-8")
+        record_type = registry.by_dir(path.parent.name)
+        order = record_type.property_order if record_type else ()
+        formatted = format_text(text, order)
+    except LoadError as exc:
+        return Formatted(path, False, f"{exc.line}:{exc.column}: {exc.code} {exc.message}")
+    except (YAMLError, UnicodeDecodeError) as exc:
+        return Formatted(path, False, f"1:1: KB104 {exc}")
+    before, _, _, _ = parse_record_bytes(raw)
+    after, _, _, _ = parse_record_bytes(formatted.encode("utf-8"))
+    if before != after:  # formatting must never change what a record says
+        return Formatted(path, False, "1:1: KB900 formatting would change the data; left as it is")
+    changed = formatted != text
+    if changed and not check_only:
+        replace_file(path, formatted)
+    return Formatted(path, changed)

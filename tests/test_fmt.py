@@ -1,0 +1,91 @@
+"""kb fmt: canonical order and style, comments/unknown keys/body kept, idempotent, atomic."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import KB_SCRIPT, REPO
+
+MESSY = '''---
+# a comment above everything
+sources:
+  - src-a
+kind: "serving-engine"     # what it is
+name: Messy engine
+id: messy
+custom_key: kept as it is  # not in the schema
+type: engine
+status: draft
+updated: 2026-11-29
+confidence: 0.5
+languages:
+- Python
+- "C++"
+---
+Body   with  odd spacing,\ttabs and a trailing space 
+and no final newline'''
+
+
+def test_fmt_orders_keeps_comments_unknown_keys_and_body(kb):
+    kb.source()
+    path = kb.write("records/engines/messy.md", MESSY, dedent=False)
+    result = kb.run("fmt")
+    assert result.exit_code == 0, result.err
+    text = path.read_text()
+    head, body = text.split("\n---\n", 1)
+    assert body == MESSY.split("\n---\n", 1)[1]  # byte for byte
+    keys = [line.split(":")[0] for line in head.splitlines()[1:] if line and not line.startswith((" ", "#", "-"))]
+    assert keys == ["id", "type", "name", "status", "confidence", "updated", "sources", "kind", "languages", "custom_key"]
+    assert "# a comment above everything" in head and "# what it is" in head and "# not in the schema" in head
+    assert "sources: [src-a]" in head and "languages: [Python, C++]" in head
+    assert kb.run("fmt", "--check").exit_code == 0
+    before = path.read_bytes()
+    kb.run("fmt")
+    assert path.read_bytes() == before  # idempotent
+
+
+def test_fmt_check_reports_and_changes_nothing(kb):
+    kb.source()
+    path = kb.write("records/engines/messy.md", MESSY, dedent=False)
+    result = kb.run("fmt", "--check")
+    assert result.exit_code == 1 and "records/engines/messy.md: would reformat" in result.out
+    assert path.read_text() == MESSY
+
+
+def test_fmt_leaves_unloadable_files_alone(kb):
+    kb.source()
+    path = kb.write("records/engines/bad.md", "---\nid: bad\nname: a\nname: b\n---\n", dedent=False)
+    result = kb.run("fmt")
+    assert result.exit_code == 1 and "KB105" in result.err
+    assert path.read_text() == "---\nid: bad\nname: a\nname: b\n---\n"
+
+
+def test_repository_is_formatted():
+    proc = subprocess.run([KB_SCRIPT, "fmt", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from generate import generate
+    from kbtools.load import parse_record_bytes
+    root = tmp_path / "kb"
+    generate(root, 3000, seed=5)
+    originals = {p: p.read_bytes() for p in (root / "records").rglob("*.md")}
+    for delay in (1.0, 2.0, 4.0, 0.6):  # kill it mid-run: some files rewritten, some not yet
+        for path, original in originals.items():
+            path.write_bytes(original)
+        proc = subprocess.Popen([KB_SCRIPT, "--root", str(root), "fmt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        changed = sum(path.read_bytes() != original for path, original in originals.items())
+        if 0 < changed < len(originals):
+            break
+    assert 0 < changed < len(originals), f"{changed} of {len(originals)} changed: not killed mid-run"
+    for path, original in originals.items():
+        now = path.read_bytes()
+        if now != original:
+            assert parse_record_bytes(now)[0] == parse_record_bytes(original)[0], path  # whole, same data
+    assert not [p for p in (root / "records").rglob(".*")], "temporary files left behind"
