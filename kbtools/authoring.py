@@ -1,14 +1,13 @@
-"""Writing records: `kb new` skeletons. Every write is atomic and never replaces a record silently."""
+"""Writing records: `kb new` skeletons, written atomically, never over an existing record."""
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .atomic import create_file
 from .registry import RecordType, TypeRegistry
 
 
@@ -20,41 +19,6 @@ def slug(name: str) -> str:
     """'NVIDIA H200 SXM' -> 'nvidia-h200-sxm': lower case, runs of anything else become one hyphen."""
     text = re.sub(r"[^a-z0-9]+", "-", name.lower().replace("+", " plus ").replace(".", "-")).strip("-")
     return re.sub(r"-+", "-", text)
-
-
-def write_new_file(path: Path, text: str) -> None:
-    """Write a file that must not exist yet: staged in a temp file, linked into place atomically.
-
-    os.link fails if the target exists, so two writers can never both 'create' the same record,
-    and a reader (or a crash) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise AuthoringError(f"{path} already exists; kb new never overwrites a record") from None
-    finally:
-        os.unlink(tmp)
-
-
-def replace_file(path: Path, text: str) -> None:
-    """Replace a file's contents atomically (temp file in the same directory, then rename)."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _placeholder(name: str, schema: dict[str, Any], resolver) -> tuple[str, str]:
@@ -111,5 +75,8 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
     if cited and not sources:
         raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
     path = root / "records" / record_type.dir / f"{record_id}.md"
-    write_new_file(path, skeleton(record_type, record_id, name, sources))
+    try:
+        create_file(path, skeleton(record_type, record_id, name, sources))
+    except FileExistsError:
+        raise AuthoringError(f"{path} already exists; kb new never overwrites a record") from None
     return path

@@ -71,11 +71,10 @@ class SiteBuilder:
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
+        # pages go into a staging directory that replaces the site whole (build_site), so a plain write will do
         path = self.out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        path.write_text(text, encoding="utf-8")
 
     def render(self, template: str, page: str, **context: Any) -> None:
         root = relative(page, "index.html").removesuffix("index.html") or "./"

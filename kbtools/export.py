@@ -6,12 +6,11 @@ them; computed values are included and flagged in the JSON. Files are written at
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .atomic import staged
 from .model import Corpus
 
 ENVELOPE = ("id", "name", "status", "confidence", "updated", "basis")
@@ -49,15 +48,8 @@ def to_json(corpus: Corpus) -> dict[str, Any]:
 
 
 def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with staged(path) as tmp:
+        write(tmp)
 
 
 def write_json(corpus: Corpus, path: Path) -> None:

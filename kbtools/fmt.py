@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from .authoring import replace_file
+from .atomic import replace_file
 from .load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes
 from .registry import TypeRegistry
 

@@ -74,6 +74,16 @@ class KB:
         return json.loads(self.check("--format", "json", *args).out)
 
 
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+
+
+def git(cwd, *args, env=None):
+    """Run git in a test repository with a fixed identity."""
+    import os
+    import subprocess
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env or dict(os.environ, **GIT_ENV))
+
+
 @pytest.fixture
 def kb(tmp_path, capsys) -> KB:
     return KB(tmp_path / "kb", capsys)

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO
+from conftest import GIT_ENV, REPO, git
 
 GOOD = textwrap.dedent("""\
     ---
@@ -37,10 +37,6 @@ ENGINE = textwrap.dedent("""\
     """)
 
 
-def git(cwd, *args, env=None):
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
-
-
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory):
     """A knowledge-base repository whose pre-commit config uses this repo's published hook."""
@@ -48,8 +44,7 @@ def hook_repo(tmp_path_factory):
     if head.returncode != 0:
         pytest.skip("the kb repository has no commit to pin the hook to")
     root = tmp_path_factory.mktemp("user-kb")
-    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")), **GIT_ENV)
     git(root, "init", "-q", "-b", "main", env=env)
     shutil.copytree(REPO / "schema", root / "schema")
     (root / "records" / "sources").mkdir(parents=True)

@@ -1,8 +1,7 @@
 """Stale figures: a field changed in git while prose still quotes the old number."""
-import os
-import subprocess
-
 import pytest
+
+from conftest import git as run_git
 
 RECORD = """---
 id: pcie-6-x16
@@ -34,8 +33,7 @@ Over [[pcie-6-x16]] it reads at 128 GB/s.
 
 
 def git(root, *args):
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, env=env)
+    proc = run_git(root, *args)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
