@@ -6,6 +6,7 @@ theme in site/ (editable); pages go to site/_build/ (or --out).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -31,6 +32,7 @@ from .render import BodyRenderer, safe_url, value_anchor
 from .progress import track
 from .units import format_number, registry
 
+MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
 
@@ -52,8 +54,20 @@ def relative(from_page: str, to_page: str) -> str:
 
 
 class SiteBuilder:
-    def __init__(self, corpus: Corpus, out: Path):
-        self.corpus, self.out = corpus, out
+    def __init__(self, corpus: Corpus, out: Path, previous: Path | None = None):
+        self.corpus, self.out, self.previous = corpus, out, previous
+        self.previous_manifest: dict[str, str] = {}
+        if previous is not None and (previous / MANIFEST).is_file():
+            try:
+                self.previous_manifest = json.loads((previous / MANIFEST).read_text())
+            except (OSError, ValueError):
+                self.previous_manifest = {}
+        self.neighbours: dict[str, set[str]] = defaultdict(set)
+        self.neighbours_out: dict[str, set[str]] = defaultdict(set)
+        for source, target, _, _ in corpus.edges or ():
+            self.neighbours[source].add(target)
+            self.neighbours[target].add(source)
+            self.neighbours_out[source].add(target)
         self.registry = corpus.registry
         self.index = Index(corpus)
         theme = corpus.settings.root / "site"
@@ -68,6 +82,13 @@ class SiteBuilder:
         self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)))
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
+        theme_hash = hashlib.blake2b(digest_size=16)
+        for path in sorted(p for p in theme.rglob("*") if p.is_file() and "_build" not in p.parts):
+            theme_hash.update(path.as_posix().encode())
+            theme_hash.update(path.read_bytes())
+        index_key = "\n".join(f"{k}\t{r.type}" for k, r in sorted(corpus.records.items()))
+        self.global_key = f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:" + \
+            hashlib.blake2b(index_key.encode(), digest_size=16).hexdigest()
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
@@ -91,11 +112,65 @@ class SiteBuilder:
         self.home()
         for record_type in self.types_in_order:
             self.type_index(record_type)
+        manifest: dict[str, str] = {}
         for key in track(list(self.corpus.records), "Writing pages"):
+            page = page_path(key)
+            fingerprint = self.fingerprint(key)
+            if fingerprint is not None:
+                manifest[page] = fingerprint
+                if self.reuse(page, fingerprint):
+                    continue
             self.record_page(key)
         self.graph_page()
         self.write("static/graph-data.json", json.dumps(self.graph_data(), separators=(",", ":")))
+        self.write(MANIFEST, json.dumps(manifest, separators=(",", ":")))
         return len(self.corpus.records)
+
+    # ------------------------------------------------------------ incremental builds
+    def fingerprint(self, key: str) -> str | None:
+        """What a record page shows rests on: the record, its neighbours in the link graph, every
+        record its computed values read (transitively) and the records its calculator exports,
+        plus the theme, kb itself and the set of ids. None: render it every time."""
+        record = self.corpus.records[key]
+        cache = self.corpus.cache
+        if cache is None or record.type == "hardware_parameter":
+            return None  # parameter pages chart every record of a type: always rendered
+        records = self.corpus.records
+        involved = {key} | self.neighbours.get(key, set()) | self.compute_closure(key) | self.calculator_inputs(key)
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self.global_key.encode())
+        for other in sorted(involved):
+            h.update(f"{other}={records[other].digest if other in records else '-'};".encode())
+        for d in self.errors_by_path.get(record.path, []):
+            h.update(d.model_dump_json().encode())
+        return h.hexdigest()
+
+    def compute_closure(self, key: str) -> set[str]:
+        seen, stack = set(), [key]
+        compute = self.corpus.cache.compute if self.corpus.cache else {}
+        while stack:
+            for dep in compute.get(stack.pop(), {}).get("deps", {}):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        # what those values cite appears on the page too (sources in "why this number")
+        return seen | {n for dep in seen for n in self.neighbours_out.get(dep, set())}
+
+    def calculator_inputs(self, key: str) -> set[str]:
+        model = self.calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
+        return set(model["records"]) if model else set()
+
+    def reuse(self, page: str, fingerprint: str) -> bool:
+        old = self.previous / page if self.previous else None
+        if old is None or self.previous_manifest.get(page) != fingerprint or not old.is_file():
+            return False
+        target = self.out / page
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(old, target)  # the old site is deleted after the swap; the inode lives on here
+        except OSError:
+            shutil.copy2(old, target)
+        return True
 
     # ------------------------------------------------------------ helpers for templates
     def link(self, page: str, key: str) -> dict[str, str]:
@@ -397,7 +472,7 @@ def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str
         shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        count = SiteBuilder(corpus, staging).build()
+        count = SiteBuilder(corpus, staging, previous=out if out.is_dir() else None).build()
         warning = run_pagefind(staging) if search else None
         old = out.with_name(f".{out.name}-old")
         if old.exists():

@@ -91,3 +91,34 @@ def test_named_file_check_reports_what_a_full_check_reports_for_it(tmp_path):
     assert full and any(d[3] == "KB500" for d in full)
     cached = [d for d in diagnostics(root, cached=True) if d[0] == target.relative_to(root).as_posix()]
     assert cached == full
+
+
+def build(root, out, fresh: bool):
+    import shutil
+    import subprocess
+    from conftest import KB_SCRIPT
+    if fresh:
+        shutil.rmtree(root / ".kb-cache", ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
+    proc = subprocess.run([KB_SCRIPT, "--root", str(root), "build", "--force", "--no-search", "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".kb-pages.json"}
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
+    import shutil
+    root, twin = tmp_path / "kb", tmp_path / "twin"
+    generate(root, 80, seed=seed, defects=0.1)
+    rng = random.Random(seed)
+    build(root, tmp_path / "site", fresh=True)
+    for step in range(8):
+        what = edit(root, rng)
+        incremental = build(root, tmp_path / "site", fresh=False)
+        shutil.rmtree(twin, ignore_errors=True)
+        shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".kb-cache", "_build"))
+        full = build(twin, tmp_path / "twin-site", fresh=True)
+        assert incremental.keys() == full.keys(), f"step {step}: {what}"
+        different = [page for page in full if incremental[page] != full[page]]
+        assert different == [], f"step {step}: {what}: stale pages {different[:5]}"
