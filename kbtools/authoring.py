@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .atomic import create_file
+from .atomic import create_file, replace_file
 from .registry import RecordType, TypeRegistry
 
 
@@ -64,7 +64,7 @@ def skeleton(record_type: RecordType, record_id: str, name: str, sources: list[s
 
 
 def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, sources: list[str],
-               record_id: str | None = None) -> Path:
+               record_id: str | None = None, force: bool = False) -> Path:
     record_type = registry.types.get(type_name)
     if record_type is None:
         raise AuthoringError(f"no record type '{type_name}' (known: {', '.join(sorted(registry.types))})")
@@ -75,8 +75,12 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
     if cited and not sources:
         raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
     path = root / "records" / record_type.dir / f"{record_id}.md"
+    text = skeleton(record_type, record_id, name, sources)
+    if force:
+        replace_file(path, text)
+        return path
     try:
-        create_file(path, skeleton(record_type, record_id, name, sources))
+        create_file(path, text)
     except FileExistsError:
-        raise AuthoringError(f"{path} already exists; kb new never overwrites a record") from None
+        raise AuthoringError(f"{path.relative_to(root)} already exists; kb new never overwrites a record (--force replaces it)") from None
     return path

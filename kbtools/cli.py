@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--name", required=True, help="the record's name; the id is made from it")
     new.add_argument("--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)")
     new.add_argument("--id", help="the id, when the one made from the name will not do")
+    new.add_argument("--force", action="store_true", help="replace an existing record (atomically); without it kb new never overwrites")
     new.set_defaults(handler=run_new)
 
     query = sub.add_parser("query", help="filter records by type, status, fields with units and links")
@@ -126,7 +127,7 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
             print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
             return EXIT_ERRORS
     try:
-        path = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id)
+        path = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id, force=args.force)
     except AuthoringError as exc:
         print(f"kb new: {exc}", file=sys.stderr)
         return EXIT_ERRORS

@@ -36,6 +36,8 @@ def test_never_overwrites(kb):
     assert again.exit_code == 1 and "already exists" in again.err
     assert path.read_text().endswith("My own words.\n")
     assert [p.name for p in path.parent.iterdir()] == ["e.md"]  # no temp files left behind
+    assert kb.run("new", "engine", "--name", "E", "--source", "src-a", "--force").exit_code == 0
+    assert "My own words." not in path.read_text()
 
 
 def test_refuses_missing_or_unknown_sources_and_types(kb):
