@@ -122,7 +122,7 @@ def bench(size: int, runs: int, work: Path, build_max: int, peers_max: int, mkdo
                       before=lambda i: (shutil.rmtree(out, ignore_errors=True), shutil.rmtree(cache, ignore_errors=True)))
         rows.append(Row("kb build (cold, without search index)", size, t, p))
         t, p = repeat(slow_runs, [KB, "--root", str(root), "build", "--no-search"], before=lambda i: edit_one(root, i + 10))
-        rows.append(Row("kb build after one edit", size, t, p, "re-renders every page: no incremental build yet"))
+        rows.append(Row("kb build after one edit", size, t, p, "incremental: pages whose inputs did not change are reused"))
     if size <= peers_max:
         fm = work / f"fm-{size}"
         frontmatters(root, fm)
