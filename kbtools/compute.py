@@ -382,6 +382,11 @@ class Computer:
             self.report(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
             return _FAILED
         for_each = spec.get("for_each")
+        if isinstance(for_each, dict) and for_each and "stated" in spec:
+            self.report("KB508", record, ("costs", name, "stated"),
+                        f"costs.{name}: a for_each table has one figure per row, so 'stated' cannot be checked here; "
+                        "state one row as its own cost, or quote it in prose as {{ " + name + "[dir/id] }}")
+            return _FAILED
         if isinstance(for_each, dict) and for_each:
             var, list_name = next(iter(for_each.items()))
             targets = self.row_records(record, name, list_name)

@@ -154,6 +154,8 @@ CASES: list[Case] = [
       "KB506", None, path="records/flops/x.md", area="compute"),
     E("for_each over something that is not a list", flop("  c:\n    for_each: {t: n}\n    formula: n / bw\n    unit: s\n"), "KB508", 16,
       path="records/flops/x.md", area="compute"),
+    E("a stated figure on a for_each table", flop("  c:\n    for_each: {t: n}\n    formula: n / bw\n    unit: s\n    stated: 2 s\n"),
+      "KB508", 19, path="records/flops/x.md", area="compute"),
     E("an inline value in the wrong unit", flop("  c:\n    formula: n / bw\n    unit: s\n", body="[[src-a]] {{ c | GB }}\n"), "KB509", 19,
       path="records/flops/x.md", area="compute"),
     E("an inline value that names nothing", flop("  c:\n    formula: n / bw\n    unit: s\n", body="[[src-a]] {{ nothing }}\n"), "KB509", 19,
