@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -55,7 +56,9 @@ def parse_formula(text: str) -> Formula:
     if len(text) > MAX_LENGTH:
         raise FormulaError("KB501", f"formula longer than {MAX_LENGTH} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():  # Python's own SyntaxWarnings ("invalid decimal literal") are not for our users
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise FormulaError("KB501", f"formula syntax error at column {exc.offset or 1}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError):
