@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,3 +46,16 @@ def create_file(path: Path, text: str) -> None:
         os.link(name, path)  # fails if the target exists: two writers can never both create it
     finally:
         os.unlink(name)
+
+
+_TEMP = re.compile(r"^\..+\.md\.[A-Za-z0-9_]{8}$")  # what mkstemp above names a staged record
+
+
+def remove_stale_temporaries(directory: Path) -> int:
+    """Temporary files a killed writer left behind (the records themselves are always whole)."""
+    removed = 0
+    for path in directory.rglob(".*.md.*"):
+        if path.is_file() and _TEMP.match(path.name):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

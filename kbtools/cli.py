@@ -171,7 +171,11 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
     from .load import discover
     from .registry import load_registry
 
+    from .atomic import remove_stale_temporaries
+
     registry = load_registry(settings.schema_path, settings.root)
+    if not args.check and settings.records_path.is_dir():
+        remove_stale_temporaries(settings.records_path)
     if args.paths:
         files = [p.resolve() for p in args.paths if p.suffix == ".md"]
     else:

@@ -88,4 +88,8 @@ def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
         now = path.read_bytes()
         if now != original:
             assert parse_record_bytes(now)[0] == parse_record_bytes(original)[0], path  # whole, same data
+    # a kill can leave a staged temporary file; it is never taken for a record, and the next run clears it
+    check = subprocess.run([KB_SCRIPT, "--root", str(root), "check", "--no-cache"], capture_output=True, text=True)
+    assert f"checked {len(originals)} records" in check.stdout
+    assert subprocess.run([KB_SCRIPT, "--root", str(root), "fmt"], capture_output=True).returncode == 0
     assert not [p for p in (root / "records").rglob(".*")], "temporary files left behind"
