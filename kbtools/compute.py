@@ -63,9 +63,10 @@ class Value:
         return min(bases, key=lambda b: BASIS_RANK.get(b, 0))
 
     def shown(self, unit: str | None = None) -> str:
+        """Computed figures to 4 significant digits; stated ones as precisely as a record writes them."""
         if self.quantity is None:
             return f"table of {len(self.rows or ())} rows"
-        return format_quantity(self.quantity, unit or self.unit)
+        return format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
 
 
 class _Failed(Exception):

@@ -122,24 +122,24 @@ def describe_dimension(dimensionality) -> str:
     return " ".join(parts)
 
 
-def format_number(value: float) -> str:
-    """Figures as people write them: exact integers in full with separators, else 4 significant digits."""
+def format_number(value: float, significant: int = 4) -> str:
+    """Figures as people write them: exact integers in full with separators, else `significant` digits."""
     if value == 0:
         return "0"
     if float(value).is_integer() and abs(value) < 1e12:
         return f"{int(value):,}"
     if 1e-3 <= abs(value) < 1e12:
-        digits = max(0, 3 - int(math.floor(math.log10(abs(value)))))
+        digits = max(0, significant - 1 - int(math.floor(math.log10(abs(value)))))
         text = f"{value:,.{digits}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{value:.4g}"
+    return f"{value:.{significant}g}"
 
 
-def format_quantity(quantity: pint.Quantity, unit: str | None = None) -> str:
+def format_quantity(quantity: pint.Quantity, unit: str | None = None, significant: int = 4) -> str:
     if unit:
         quantity = quantity.to(parse_unit(unit))
         unit_text = "" if unit.strip() in ("1", "dimensionless") else unit
     else:
         unit_text = f"{quantity.units:~P}"
-    number = format_number(float(quantity.magnitude))
+    number = format_number(float(quantity.magnitude), significant)
     return f"{number} {unit_text}".strip()
