@@ -142,7 +142,7 @@ def generate(out: Path, records: int, seed: int = 1, defects: float = 0.0) -> di
               f"inputs:\n  model: models/{model}\n  prefix_tokens: 32000 token\n  tiers: [{tiers}]\n"
               f"costs:\n  hit_path_bytes:\n    formula: model.kv_bytes_per_token * prefix_tokens\n    unit: GB\n"
               + (f"    stated: {kv_bytes[model] * 32000 / 1e9 * (2 if defect() else 1):.4f} GB\n" if rng.random() < 0.5 else "")
-              + f"  hit_path_time:\n    for_each: {{tier: tiers}}\n    formula: hit_path_bytes / param(tier, 'transfer-bandwidth')\n    unit: ms\n"
+              + "  hit_path_time:\n    for_each: {tier: tiers}\n    formula: hit_path_bytes / param(tier, 'transfer-bandwidth')\n    unit: ms\n"
               "---\n" + body(rng, links() + ([f"dangling-{id_}"] if defect() else []), inline))
     for id_ in ids["measurement"]:
         write("measurement", id_, envelope(rng, "measurement", id_, sources()) +

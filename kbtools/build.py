@@ -30,7 +30,7 @@ from .links import Index, backlinks, iter_references
 from .model import Corpus, Record
 from .render import BodyRenderer, safe_url, value_anchor
 from .progress import track
-from .units import format_number, registry
+from .units import registry
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
@@ -86,9 +86,7 @@ class SiteBuilder:
         for path in sorted(p for p in theme.rglob("*") if p.is_file() and "_build" not in p.parts):
             theme_hash.update(path.as_posix().encode())
             theme_hash.update(path.read_bytes())
-        index_key = "\n".join(f"{k}\t{r.type}" for k, r in sorted(corpus.records.items()))
-        self.global_key = f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:" + \
-            hashlib.blake2b(index_key.encode(), digest_size=16).hexdigest()
+        self.global_key = f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:{self.index.fingerprint()}"
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:

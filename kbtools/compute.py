@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import pint
-
 from .diagnostics import Diagnostic
-from .load import internal_error
-from .progress import track
 from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from .links import QUALIFIED, Index, walk_plan
+from .load import internal_error
 from .model import Corpus, FieldPath, Record
-from .units import QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text, parse_unit, parse_written
+from .progress import track
+from .units import (QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text,
+                    parse_unit, parse_written, registry)
 from .wikilinks import find_inline_values
 
 _ROW = re.compile(r"^([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
@@ -258,7 +257,7 @@ class Computer:
         if written is not None:
             stated = self.stated_value(record, (name,), name, written, unit)
         elif isinstance(raw, (int, float)) and not isinstance(raw, bool) and (plan is None or plan.quantity is None):
-            ureg = pint_registry()
+            ureg = registry()
             stated = self.stated_value(record, (name,), name, Written(ureg.Quantity(raw, ureg.dimensionless)), None)
         elif raw is not None and plan is not None and plan.quantity is not None:
             return _FAILED  # written but unparseable: already reported
@@ -677,11 +676,6 @@ def substituted(value: Value) -> str:
             return f"({substituted(found)})"
         return found.shown()
     return render(value.formula.tree, name_text)
-
-
-def pint_registry():
-    from .units import registry
-    return registry()
 
 
 def _dotted(path: FieldPath) -> str:

@@ -222,15 +222,21 @@ def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint
     try:
         return operation()
     except pint.DimensionalityError:
-        from .units import describe_dimension
         verb = {"+": "add", "-": "subtract"}.get(op, "combine")
-        raise FormulaError("KB503", f"cannot {verb} {left.units:~P} ({describe_dimension(left.dimensionality)}) and "
-                                    f"{right.units:~P} ({describe_dimension(right.dimensionality)})" if right is not None
+        raise FormulaError("KB503", f"cannot {verb} {_unit_phrase(left)} and {_unit_phrase(right)}" if right is not None
                            else f"cannot raise {left.units:~P} to that power") from None
     except ZeroDivisionError:
         raise FormulaError("KB505", "division by zero") from None
     except OverflowError:
         raise FormulaError("KB507", "number too large") from None
+
+
+def _unit_phrase(value: pint.Quantity) -> str:
+    """'GB (information)', or 'a plain number' for a dimensionless value."""
+    from .units import describe_dimension
+    if value.dimensionless and not f"{value.units:~P}":
+        return "a plain number"
+    return f"{value.units:~P} ({describe_dimension(value.dimensionality)})"
 
 
 def _finite(value: pint.Quantity) -> pint.Quantity:

@@ -6,6 +6,7 @@ on, so backlinks can be grouped by field and every broken link reported in place
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -75,7 +76,6 @@ class Index:
 
     def fingerprint(self) -> str:
         """Changes whenever a reference anywhere could resolve differently: ids, dirs or types."""
-        import hashlib
         text = "\n".join(f"{key}\t{record.type}" for key, record in sorted(self.by_key.items()))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 

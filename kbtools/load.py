@@ -168,12 +168,10 @@ def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic
         out.append(Diagnostic.make("KB108", record.path, 1, 1,
                                    f"file name '{record.stem}' is not a valid id: it must match {ID_PATTERN.pattern}"))
     if isinstance(record_id, str):
-        if record_id != record.stem:
+        if record_id != record.stem:  # (an id equal to a bad file name was reported on the name above)
             out.append(Diagnostic.make("KB107", record.path, line, col,
                                        f"id '{record_id}' does not match the file name '{record.stem}'",
                                        hint=f"rename the file to {record_id}.md or set id: {record.stem}"))
-        elif not ID_PATTERN.match(record_id):
-            pass  # already reported on the file name
     elif record_id is not None:
         out.append(Diagnostic.make("KB108", record.path, line, col, f"id must be a string, not {_yaml_type(record_id)}"))
     declared = record.data.get("type")

@@ -1,7 +1,7 @@
 """kb build without a browser: refusal on errors, --force, atomic output."""
 import shutil
 
-from conftest import REPO
+from conftest import KB_SCRIPT, REPO
 
 
 def theme(kb):
@@ -58,12 +58,11 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     import subprocess
     import sys
     import time
-    from pathlib import Path
     sys.path.insert(0, str(REPO / "benchmarks"))
     from generate import generate
     root = tmp_path / "big"
     generate(root, 600, seed=3)
-    kb_script = str(Path(sys.executable).parent / "kb")
+    kb_script = KB_SCRIPT
     out = root / "site" / "_build"
     first = subprocess.run([kb_script, "--root", str(root), "build", "--no-search"], capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

@@ -3,7 +3,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from conftest import KB_SCRIPT, REPO
 

@@ -2,7 +2,6 @@
 import json
 import re
 import subprocess
-import sys
 
 from conftest import KB_SCRIPT, REPO
 

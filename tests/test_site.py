@@ -2,21 +2,17 @@
 from __future__ import annotations
 
 import html.parser
-import json
-import posixpath
-import re
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import REPO
+from conftest import KB_SCRIPT, REPO
 from site_support import ARTIFACTS, PageWatch, browser, serve
 
 SEED = "flops/eng-profile-kv-tiering-moves-flops-to-bytes"
-KB = str(Path(sys.executable).parent / "kb")
+KB = KB_SCRIPT
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +129,6 @@ def test_search_for_prefix_hit_finds_the_seed(web):
     assert all("sources/" in href for href in hrefs), hrefs
     assert watch.problems == []
     context.close()
-
-
-def expected_rows(site: Path) -> dict:
-    """kb explain's figures for the seed, read from the JSON model kb wrote into the page."""
-    text = (site / (SEED + ".html")).read_text()
-    model = json.loads(re.search(r'<script type="application/json" id="calculator-model">(.*?)</script>', text, re.S).group(1))
-    return model
 
 
 def explain_value(target: str) -> str:

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import html.parser
 import re
+import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import KB_SCRIPT, REPO
 from site_support import PageWatch, browser, serve
 
-KB = str(Path(sys.executable).parent / "kb")
+KB = KB_SCRIPT
 EVIL_NAME = "</script><script>window.__pwned='name'</script>\u202egnp.exe"
 BODY = """
 <script>window.__pwned = 'script'</script>
@@ -29,8 +29,6 @@ BODY = """
 
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory):
-    from conftest import REPO
-    import shutil
     root = tmp_path_factory.mktemp("hostile")
     shutil.copytree(REPO / "schema", root / "schema")
     shutil.copytree(REPO / "site" / "templates", root / "site" / "templates")
