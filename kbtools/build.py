@@ -13,7 +13,6 @@ import posixpath
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,9 @@ from .links import Index, backlinks, iter_references
 from .model import Corpus, Record
 from .render import BodyRenderer, safe_url, value_anchor
 from .progress import track
+from .publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
+from .load import ID_PATTERN
+from .registry import DIR_PATTERN
 from .units import registry
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
@@ -79,7 +81,10 @@ class SiteBuilder:
         self.errors_by_path: dict[str, list[Diagnostic]] = defaultdict(list)
         for d in corpus.diagnostics:
             self.errors_by_path[d.path].append(d)
-        self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)))
+        # a record whose file name is no valid id (KB108, shown only under --force) gets no page and is
+        # never a link target: its name would otherwise reach paths and hrefs
+        self.pages = {key for key, record in corpus.records.items() if ID_PATTERN.match(record.stem) and DIR_PATTERN.match(record.dir)}
+        self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else "")
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
         theme_hash = hashlib.blake2b(digest_size=16)
@@ -92,6 +97,7 @@ class SiteBuilder:
     def write(self, rel: str, text: str) -> None:
         # pages go into a staging directory that replaces the site whole (build_site), so a plain write will do
         path = self.out / rel
+        assert_inside(path, self.out)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
@@ -111,7 +117,7 @@ class SiteBuilder:
         for record_type in self.types_in_order:
             self.type_index(record_type)
         manifest: dict[str, str] = {}
-        for key in track(list(self.corpus.records), "Writing pages"):
+        for key in track([k for k in self.corpus.records if k in self.pages], "Writing pages"):
             page = page_path(key)
             fingerprint = self.fingerprint(key)
             if fingerprint is not None:
@@ -174,7 +180,7 @@ class SiteBuilder:
     def link(self, page: str, key: str) -> dict[str, str]:
         record = self.corpus.records[key]
         name = record.data.get("name")
-        return {"href": relative(page, page_path(key)), "label": name if isinstance(name, str) else record.id,
+        return {"href": relative(page, page_path(key)) if key in self.pages else "", "label": name if isinstance(name, str) else record.id,
                 "key": key, "type": record.type or "", "status": str(record.data.get("status", ""))}
 
     def value_view(self, page: str, value: Value | None, unit: str | None = None) -> dict[str, Any] | None:
@@ -410,7 +416,7 @@ class SiteBuilder:
     def graph_data(self) -> dict[str, Any]:
         nodes, index = [], {}
         types = [t.name for t in self.types_in_order]
-        for i, (key, record) in enumerate(sorted(self.corpus.records.items())):
+        for i, (key, record) in enumerate(sorted((k, r) for k, r in self.corpus.records.items() if k in self.pages)):
             index[key] = i
             nodes.append([key, str(record.data.get("name", key))[:80], types.index(record.type) if record.type in types else -1])
         edges = set()
@@ -463,22 +469,20 @@ def run_pagefind(out: Path) -> str | None:
 
 
 def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str | None]:
-    """Write the site into `out` atomically (a sibling temp dir swapped in), return (pages, warning)."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out.parent.glob(f".{out.name}-*"):  # left by a build that was killed
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        count = SiteBuilder(corpus, staging, previous=out if out.is_dir() else None).build()
-        warning = run_pagefind(staging) if search else None
-        old = out.with_name(f".{out.name}-old")
-        if old.exists():
-            shutil.rmtree(old)
-        if out.exists():
-            os.replace(out, old)
-        os.replace(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
+    OutputError when `out` is a place kb must not replace (see publish.check_output)."""
+    root = corpus.settings.root
+    check_output(out, root)
+    resolved = out.resolve()
+    resolved.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(resolved):
+        check_output(out, root)  # again: another build may have run while this one waited
+        remove_debris(resolved)
+        staging = new_staging(resolved)
+        try:
+            count = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None).build()
+            warning = run_pagefind(staging) if search else None
+            swap_in(staging, resolved)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return count, warning

@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable
 
 from .links import Index
-from .wikilinks import new_parser
+from .wikilinks import new_parser, too_large
 
 def safe_url(url: str) -> bool:
     """Only web, mail and relative links: no javascript:, data:, vbscript:, file: and the like."""
@@ -44,6 +44,8 @@ class BodyRenderer:
 
     def render(self, key: str) -> str:
         record = self.corpus.records[key]
+        if too_large(record.body):  # reported by kb check (KB114/KB115); shown as text, never parsed
+            return f'<pre class="kb-unparsed">{html.escape(record.body)}</pre>'
         env = {"key": key, "inline": list(self.corpus.computed.get(key, {}).get("inline", [])), "next": 0}
         return self.md.render(record.body, env)
 
@@ -51,10 +53,11 @@ class BodyRenderer:
         meta = tokens[idx].meta
         target, _ = self.index.resolve(meta["target"])
         label = html.escape(meta["label"] or (target.data.get("name") if target and isinstance(target.data.get("name"), str) else meta["target"]))
-        if target is None:
+        href = self.href(env["key"], target.key) if target is not None else ""
+        if not href:
             return f'<span class="broken-link" title="no such record">{label}</span>'
-        anchor = f"#{html.escape(meta['anchor'].lower())}" if meta["anchor"] else ""
-        return f'<a class="wikilink type-{html.escape(target.type or "")}" href="{self.href(env["key"], target.key)}{anchor}">{label}</a>'
+        anchor = f"#{meta['anchor'].lower()}" if meta["anchor"] else ""
+        return f'<a class="wikilink type-{html.escape(target.type or "")}" href="{html.escape(href + anchor, quote=True)}">{label}</a>'
 
     def _value(self, tokens, idx, options, env) -> str:
         inline = env["inline"]

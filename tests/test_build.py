@@ -72,7 +72,7 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     proc = subprocess.Popen([kb_script, "--root", str(root), "build", "--no-search"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):  # kill it once it is writing pages into its staging directory
         time.sleep(0.02)
-        if any(p.is_dir() for p in out.parent.glob("._build-*")):
+        if any(p.is_dir() for p in out.parent.glob("._build.kb-*")):
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -80,5 +80,5 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     assert after == before
     again = subprocess.run([kb_script, "--root", str(root), "build", "--no-search"], capture_output=True, text=True)
     assert again.returncode == 0
-    assert not list(out.parent.glob("._build-*"))
+    assert not list(out.parent.glob("._build.kb-*"))
     assert "Changed publisher" in (out / "sources" / "source-000001.html").read_text()

@@ -1,0 +1,205 @@
+"""Where `kb build` may write a site, and how a new site replaces the old one.
+
+kb deletes only what it wrote. An output directory is replaced only when it does not
+exist, is empty, or holds kb's own manifest listing every file in it; never when it is
+the repository, holds or lies inside records/, schema/ or the theme, is a symlink or a
+file. The new site is written into a staging directory beside it, created and removed
+only by the build that holds the lock, then swapped in with two renames, so a reader
+sees the old site or the new one, never half of one, and two builds never interleave.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
+STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
+
+
+class OutputError(Exception):
+    """The output directory cannot be used; the message says why and what to do."""
+
+
+def _inside(path: Path, other: Path) -> bool:
+    return path == other or other in path.parents
+
+
+def protected_paths(root: Path) -> list[tuple[Path, str, bool]]:
+    """What a build must never replace: (path, the words to name it, whether a site may live inside it)."""
+    root = root.resolve()
+    out = [(root, "the repository itself", True), ((root / "site").resolve(), "the theme (site/)", True)]
+    for name, what in (("records", "the records"), ("schema", "the schemas"), ("site/templates", "the theme's templates"),
+                       ("site/static", "the theme's static files"), (".git", "git's history"), (".kb-cache", "kb's cache")):
+        out.append(((root / name).resolve(), what, False))
+    return out
+
+
+def check_output(out: Path, root: Path) -> Path:
+    """The resolved output directory, or OutputError saying why kb will not write there."""
+    if out.is_symlink():
+        raise OutputError(f"--out {out} is a symlink; kb does not replace what a link points at: name the real directory")
+    resolved = out.resolve()
+    for path, what, may_hold_site in protected_paths(root):
+        if _inside(path, resolved):  # the output would contain (and so replace) it
+            how = "is" if path == resolved else "contains"
+            raise OutputError(f"--out {out} {how} {what} ({path}), which a build would replace; "
+                              "choose an empty or new directory, e.g. site/_build")
+        if not may_hold_site and _inside(resolved, path):
+            raise OutputError(f"--out {out} lies inside {what} ({path}); choose a directory outside it")
+    if resolved.exists() or resolved.is_symlink():
+        mode = os.lstat(resolved).st_mode
+        if not stat.S_ISDIR(mode):
+            raise OutputError(f"--out {out} is a file, not a directory; kb never replaces a file")
+        foreign = foreign_files(resolved)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise OutputError(f"--out {out} holds files kb did not write ({shown}); kb replaces only an empty directory "
+                              "or a site it built: move them, or choose another directory")
+    return resolved
+
+
+def foreign_files(directory: Path) -> list[str]:
+    """Files (and links, and empty directories) in `directory` that its kb manifest does not list."""
+    try:
+        entries = [e.name for e in os.scandir(directory)]
+    except OSError as exc:
+        return [f"(unreadable: {exc.strerror})"]
+    if not entries:
+        return []
+    listed = read_manifest(directory)
+    if listed is None:
+        return sorted(entries)
+    found = []
+    for rel in walk_files(directory):
+        if rel not in listed:
+            found.append(rel)
+    return sorted(found)
+
+
+def read_manifest(directory: Path) -> set[str] | None:
+    path = directory / SITE_MANIFEST
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return set(files) | {SITE_MANIFEST}
+
+
+def walk_files(directory: Path) -> list[str]:
+    """Every entry below `directory` that is not a directory with something in it, as relative paths; links not followed."""
+    out = []
+    for current, dirs, files in os.walk(directory, followlinks=False):
+        base = Path(current).relative_to(directory)
+        for name in files:
+            out.append((base / name).as_posix())
+        for name in list(dirs):
+            full = Path(current) / name
+            if full.is_symlink():
+                out.append((base / name).as_posix())  # a link to a directory: an entry, never walked
+                dirs.remove(name)
+    return out
+
+
+def write_manifest(directory: Path) -> None:
+    files = sorted(walk_files(directory) + [SITE_MANIFEST])
+    files = [f for f in files if f != STAGING_MARK]
+    (directory / SITE_MANIFEST).write_text(json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8")
+
+
+@contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """One build at a time per parent directory: a second build waits for the first to finish.
+    The lock is taken on the parent directory itself, so no lock file is left beside the site."""
+    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _staging_prefix(out: Path) -> str:
+    return f".{out.name}.kb-staging-"
+
+
+def remove_debris(out: Path) -> None:
+    """Staging directories a killed build left behind. Called under the lock, so no live build owns one;
+    only directories with kb's staging mark inside are removed."""
+    prefix = _staging_prefix(out)
+    for entry in os.scandir(out.parent):
+        if entry.name.startswith(prefix) or entry.name.startswith(f".{out.name}.kb-old-"):
+            if entry.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(entry.path, STAGING_MARK)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def new_staging(out: Path) -> Path:
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=out.parent))
+    (staging / STAGING_MARK).write_text("kb build staging directory; safe to delete when no build runs\n")
+    os.chmod(staging, 0o755)  # mkdtemp makes it 0700; a published site is readable
+    return staging
+
+
+def swap_in(staging: Path, out: Path) -> None:
+    """Make `staging` the site at `out` (the previous one, checked by check_output, is removed)."""
+    (staging / STAGING_MARK).unlink()
+    write_manifest(staging)
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.kb-old-", dir=out.parent))
+        (old / STAGING_MARK).write_text("")
+        os.replace(out, old / "site")
+    try:
+        os.replace(staging, out)
+    except OSError as exc:
+        if old is not None:
+            os.replace(old / "site", out)  # put the previous site back
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise OutputError(f"{out} appeared while building; nothing was replaced") from None
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def assert_inside(path: Path, directory: Path) -> None:
+    """A page path that leaves the site (a schema's odd x-kb-dir, an odd id) is a bug, never a write."""
+    resolved = Path(os.path.normpath(path))
+    if not _inside(resolved, Path(os.path.normpath(directory))):
+        raise OutputError(f"refusing to write {path}: it is outside the site directory {directory}")
+
+
+_EXPORT_SIGNATURES = {"sqlite": b"SQLite format 3\x00", "json": b'{\n "records": ['}
+
+
+def check_export(path: Path, root: Path, kind: str) -> None:
+    """OutputError unless `path` may take an export: never inside what kb must not touch, never a link or a
+    directory, and an existing file only when it is an earlier kb export of the same kind."""
+    if path.is_symlink():
+        raise OutputError(f"{path} is a symlink; kb does not write through links: name the real file")
+    resolved = path.resolve()
+    for protected, what, may_hold_site in protected_paths(root):
+        if not may_hold_site and _inside(resolved, protected):
+            raise OutputError(f"{path} lies inside {what} ({protected}); write the export elsewhere")
+    if resolved.exists():
+        if not resolved.is_file():
+            raise OutputError(f"{path} exists and is not a file")
+        try:
+            with open(resolved, "rb") as handle:
+                head = handle.read(len(_EXPORT_SIGNATURES[kind]))
+        except OSError as exc:
+            raise OutputError(f"{path}: {exc.strerror}") from None
+        if head != _EXPORT_SIGNATURES[kind]:
+            raise OutputError(f"{path} exists and is not an earlier kb {kind} export; kb replaces only its own exports: "
+                              "move it, or choose another name")
