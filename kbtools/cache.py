@@ -6,25 +6,40 @@ values). Per record, the compute stage's diagnostics with the records it read an
 each reference it used resolved; a record is recomputed when it, or anything it read
 (transitively), changed, or when a reference it used would now resolve differently.
 
-The whole cache is dropped when the tool version, the Python version or any schema
-file changes. It lives in .kb-cache/ (git-ignored) and is written atomically; an
-unreadable or foreign cache file is ignored, never trusted. A stale cache must never
-hide an error: tests compare incremental and full runs over random edit sequences.
+The cache holds data, never code: an SQLite file (.kb-cache/check.sqlite) of JSON rows,
+decoded by kb's own codec into kb's own types, so no file can make kb run anything.
+Every row carries a keyed hash (BLAKE2b) made with a secret that lives outside the
+repository, in the user's own cache directory: a cache file committed to a pull request,
+copied from another machine or edited by hand does not verify, and an entry that does
+not verify is ignored, so a forged cache can at worst cost a re-check, never hide a
+diagnostic. The whole cache is dropped when the tool, the Python version or any schema
+file changes (that key is part of every row's hash). A stale cache must never hide an
+error: tests compare incremental and full runs over random edit sequences.
+
+A file is taken as unchanged, without reading it, when what git's index compares is
+the same -- size, modification and change time (ns), inode -- and it was not changed
+within two seconds before the cache was written (git's racy-clean rule).
 """
 from __future__ import annotations
 
-import gc
 import hashlib
+import hmac
+import json
 import os
-import pickle
+import sqlite3
+import stat as stat_module
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from . import __version__
+from .diagnostics import Diagnostic, Severity
 
 CACHE_DIR = ".kb-cache"
-FORMAT = 1
+CACHE_FILE = "check.sqlite"
+FORMAT = 2
+RACY_NS = 2_000_000_000
 
 
 def digest(data: bytes) -> str:
@@ -36,100 +51,334 @@ def schema_key(schema_dir: Path) -> str:
     h.update(f"{FORMAT}:{__version__}:{sys.version_info[:2]}".encode())
     for path in sorted(schema_dir.glob("*.json")):
         h.update(path.name.encode())
-        h.update(path.read_bytes())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"unreadable")
     # the tool's own code and unit definitions: a kb that changed may store or judge differently
     for path in sorted(Path(__file__).parent.glob("*.py")) + [Path(__file__).with_name("units.txt")]:
         h.update(path.read_bytes())
     return h.hexdigest()
 
 
+def file_stat(st: os.stat_result) -> list[int]:
+    """What git's index compares to call a file unchanged without reading it."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+# ---------------------------------------------------------------- the secret
+
+def _secret_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kb" / "cache-secret"
+
+
+def user_secret() -> bytes | None:
+    """This user's key for signing cache rows, made on first use; None when it cannot be had safely."""
+    path = _secret_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(32).hex().encode())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat_module.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None  # someone else's, or readable by others: not a secret
+            secret = handle.read(128)
+    except OSError:
+        return None
+    return secret if len(secret) >= 32 else None
+
+
+# ---------------------------------------------------------------- the codec: kb's own types <-> JSON
+
+def _encode(value: Any) -> Any:
+    from .links import Reference
+    from .model import Record
+    from .wikilinks import BodyScan, InlineSpan, WikiLink
+
+    if isinstance(value, Diagnostic):
+        return {"$d": [value.code, value.severity.value, value.path, value.line, value.column, value.message, value.hint]}
+    if isinstance(value, Record):
+        return {"$r": [value.path, value.dir, value.stem, value.data, [[list(k), *v] for k, v in value.positions.items()],
+                       [[list(k), *v] for k, v in value.value_positions.items()],
+                       value.body, value.body_line, value.type, value.digest]}
+    if isinstance(value, Reference):
+        return {"$ref": [list(value.path), value.value, list(value.types)]}
+    if isinstance(value, BodyScan):
+        return {"$scan": [[[l.target, l.anchor, l.label, l.line, l.column] for l in value.links],
+                          [[v.content, v.line, v.column] for v in value.values], value.skipped]}
+    if isinstance(value, (WikiLink, InlineSpan)):
+        raise TypeError("cached only inside a BodyScan")
+    if isinstance(value, tuple):
+        return {"$t": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        if any(not isinstance(k, str) or k.startswith("$") for k in value):
+            return {"$map": [[_encode(k), _encode(v)] for k, v in value.items()]}
+        return {k: _encode(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"kb does not cache a {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    from .links import Reference
+    from .model import Record
+    from .wikilinks import BodyScan, InlineSpan, WikiLink
+
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (tag, body), = value.items()
+        if tag == "$d":
+            code, severity, path, line, column, message, hint = body
+            return Diagnostic.model_construct(code=str(code), severity=Severity(severity), path=str(path), line=int(line),
+                                              column=int(column), message=str(message), hint=hint)
+        if tag == "$r":
+            path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
+            return Record(path=path, dir=directory, stem=stem, data=data,
+                          positions={tuple(p[0]): (p[1], p[2]) for p in positions},
+                          value_positions={tuple(p[0]): (p[1], p[2]) for p in value_positions},
+                          body=text, body_line=int(body_line), type=type_, digest=file_digest)
+        if tag == "$ref":
+            return Reference(tuple(body[0]), body[1], tuple(body[2]))
+        if tag == "$scan":
+            links, values, skipped = body
+            return BodyScan(tuple(WikiLink(*l) for l in links), tuple(InlineSpan(*v) for v in values), skipped)
+        if tag == "$t":
+            return tuple(_decode(v) for v in body)
+        if tag == "$map":
+            return {_decode(k): _decode(v) for k, v in body}
+    return {k: _decode(v) for k, v in value.items()}
+
+
+# ---------------------------------------------------------------- tables of entries, decoded on first use
+
+class Entry(dict):
+    """One cached entry; setting a key marks it to be written back."""
+
+    def __init__(self, data: dict, table: "Table", name: str):
+        super().__init__(data)
+        self._table, self._name = table, name
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._table.dirty.add(self._name)
+
+
+class Table:
+    """Rows of one SQLite table: name -> Entry. Rows are verified and decoded when first asked for."""
+
+    def __init__(self, name: str, verify):
+        self.name, self.verify = name, verify
+        self.raw: dict[str, tuple[str, str]] = {}
+        self.live: dict[str, Entry] = {}
+        self.dirty: set[str] = set()
+        self.deleted: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Entry | None:
+        if key in self.live:
+            return self.live[key]
+        raw = self.raw.pop(key, None)
+        if raw is None:
+            return default
+        data = self.verify(self.name, key, *raw)
+        if not isinstance(data, dict):
+            self.deleted.add(key)  # forged, corrupt or foreign: dropped, and recomputed
+            return default
+        entry = self.live[key] = Entry(data, self, key)
+        return entry
+
+    def __getitem__(self, key: str) -> Entry:
+        entry = self.get(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry
+
+    def __setitem__(self, key: str, data: dict) -> None:
+        self.raw.pop(key, None)
+        self.live[key] = Entry(data, self, key)
+        self.dirty.add(key)
+        self.deleted.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        self.raw.pop(key, None)
+        self.live.pop(key, None)
+        self.dirty.discard(key)
+        self.deleted.add(key)
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None if isinstance(key, str) else False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self.live, *self.raw])
+
+    def __len__(self) -> int:
+        return len(self.live) + len(self.raw)
+
+    def keys(self) -> list[str]:
+        return list(self)
+
+
 class Cache:
     def __init__(self, root: Path, schema_dir: Path, enabled: bool = True):
-        self.path = root / CACHE_DIR / "check.pickle"
-        self.enabled = enabled
+        self.path = root / CACHE_DIR / CACHE_FILE
+        self.secret = user_secret() if enabled else None
+        self.enabled = enabled and self.secret is not None
         self.key = schema_key(schema_dir) if schema_dir.is_dir() else ""
-        self.files: dict[str, dict[str, Any]] = {}  # rel path -> {digest, record, load, schema, scan}
-        self.compute: dict[str, dict[str, Any]] = {}  # record key -> {digest, deps, resolved, diagnostics}
+        self.files = Table("files", self._verify)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
+        self.compute = Table("compute", self._verify)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
+        self.global_changed = False
         self.hits = 0
-        self.changed = False  # anything to write back?
-        self.written_ns = 0  # when the cache file was last written (for the racy-clean rule)
-        if enabled:
+        self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
+        if self.enabled:
             self._read()
 
-    def _read(self) -> None:
-        try:
-            gc.disable()  # unpickling many small objects is much faster without collections
-            with open(self.path, "rb") as handle:
-                stored = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError, TypeError, ValueError):
-            return
-        finally:
-            gc.enable()
-        try:
-            self.written_ns = self.path.stat().st_mtime_ns
-        except OSError:
-            return
-        if isinstance(stored, dict) and stored.get("key") == self.key:
-            self.files = stored.get("files", {})
-            self.compute = stored.get("compute", {})
-            self.compute_global = stored.get("compute_global", [])
+    # ------------------------------------------------------------ signing
+    def _mac(self, table: str, name: str, body: str) -> str:
+        assert self.secret is not None
+        message = f"{table}\0{name}\0{self.key}\0".encode() + body.encode()
+        return hmac.new(self.secret, message, hashlib.blake2b).hexdigest()
 
-    def unchanged(self, rel: str, path: Path) -> dict[str, Any] | None:
-        """The entry for a file whose (size, mtime) match and that is not 'racily clean'."""
-        entry = self.files.get(rel)
-        if entry is None or "stat" not in entry:
+    def _verify(self, table: str, name: str, body: str, mac: str) -> Any:
+        if not isinstance(body, str) or not isinstance(mac, str) or not hmac.compare_digest(self._mac(table, name, body), mac):
             return None
         try:
-            stat = path.stat()
-        except OSError:
+            return _decode(json.loads(body))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
-        if (stat.st_size, stat.st_mtime_ns) != entry["stat"] or stat.st_mtime_ns >= self.written_ns - 2_000_000_000:
+
+    def _row(self, table: str, name: str, value: Any) -> tuple[str, str, str]:
+        body = json.dumps(_encode(value), separators=(",", ":"), ensure_ascii=False)
+        return name, body, self._mac(table, name, body)
+
+    # ------------------------------------------------------------ reading
+    def _usable_file(self) -> bool:
+        """A regular file of this user's (never a FIFO, a device, a directory or a link), or nothing yet."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return stat_module.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+
+    def _read(self) -> None:
+        if not self._usable_file():
+            self.enabled = False  # neither read nor written: kb never writes through what it did not make
+            return
+        if not self.path.exists():
+            return
+        try:
+            connection = sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, timeout=5)
+            try:
+                rows = dict(connection.execute("SELECT name, body FROM meta").fetchall())
+                meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in rows.items()}
+                if meta.get("key") != self.key:
+                    return  # another kb, another schema, or not signed by this user: start afresh
+                self.written_ns = meta.get("written_ns") if isinstance(meta.get("written_ns"), int) else 0
+                self.compute_global = meta.get("compute_global") if isinstance(meta.get("compute_global"), list) else []
+                for table in (self.files, self.compute):
+                    table.raw = {name: (body, mac) for name, body, mac in
+                                 connection.execute(f"SELECT name, body, mac FROM {table.name}")}
+            finally:
+                connection.close()
+        except (sqlite3.Error, ValueError, TypeError, OSError):
+            self.files.raw, self.compute.raw, self.compute_global = {}, {}, []
+
+    # ------------------------------------------------------------ per file
+    def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
+        """The entry for a file whose stat matches what the cache saw and that is not 'racily clean'."""
+        entry = self.files.get(rel)
+        if entry is None or entry.get("stat") != file_stat(st):
+            return None
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= self.written_ns - RACY_NS:
             return None
         self.hits += 1
         return entry
 
-    def note_stat(self, rel: str, path: Path) -> None:
+    def note_stat(self, rel: str, st: os.stat_result) -> None:
+        """Remember the stat taken before the file was read: an edit after that changes it, so is seen next time."""
         entry = self.files.get(rel)
-        if entry is not None:
-            try:
-                stat = path.stat()
-            except OSError:
-                return
-            if entry.get("stat") != (stat.st_size, stat.st_mtime_ns):
-                entry["stat"] = (stat.st_size, stat.st_mtime_ns)
-                self.changed = True
+        if entry is not None and entry.get("stat") != file_stat(st):
+            entry["stat"] = file_stat(st)
 
     def file(self, rel: str, file_digest: str) -> dict[str, Any] | None:
         entry = self.files.get(rel)
-        if entry is not None and entry["digest"] == file_digest:
+        if entry is not None and entry.get("digest") == file_digest:
             self.hits += 1
             return entry
         return None
 
     def store_file(self, rel: str, file_digest: str, **results: Any) -> dict[str, Any]:
-        entry = {"digest": file_digest, **results}
-        self.files[rel] = entry
-        self.changed = True
-        return entry
+        self.files[rel] = {"digest": file_digest, **results}
+        return self.files[rel]
 
+    def set_global(self, diagnostics: list) -> None:
+        if diagnostics != self.compute_global:
+            self.compute_global, self.global_changed = diagnostics, True
+
+    # ------------------------------------------------------------ writing
     def save(self, live_paths: set[str]) -> None:
         if not self.enabled:
             return
-        live = {rel: entry for rel, entry in self.files.items() if rel in live_paths}
-        if len(live) != len(self.files):
-            self.files, self.changed = live, True
-        if not self.changed:
+        for rel in [rel for rel in self.files if rel not in live_paths]:
+            del self.files[rel]
+        changed = any((t.dirty, t.deleted) for t in (self.files, self.compute)) or self.global_changed
+        if not changed:
             return
-        payload = {"key": self.key, "files": self.files, "compute": self.compute, "compute_global": self.compute_global}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as handle:
-                pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
             ignore = self.path.parent / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("*\n")
-        except OSError:
+            if not self._usable_file():
+                return
+            try:
+                self._write()
+            except sqlite3.DatabaseError:  # not a database at all (a stray or planted file): kb's own cache, so start it anew
+                self.path.unlink(missing_ok=True)
+                for table in (self.files, self.compute):
+                    table.dirty.update(table.live)
+                self._write()
+        except (sqlite3.Error, OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
+
+    def _write(self) -> None:
+        connection = sqlite3.connect(self.path, timeout=5)
+        try:
+            with connection:
+                connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
+                for table in ("files", "compute"):
+                    connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)")
+                stored = connection.execute("SELECT body FROM meta WHERE name = 'key'").fetchone()
+                fresh = stored is None or self._verify("meta", "key", *json.loads(stored[0])) != self.key
+                if fresh:  # another key, or rows this user did not sign: none of it is kept
+                    for table in (self.files, self.compute):
+                        connection.execute(f"DELETE FROM {table.name}")
+                        table.dirty.update(table.live)
+                        table.dirty.update(table.raw)
+                for table in (self.files, self.compute):
+                    for name in table.dirty:
+                        entry = table.get(name)
+                        if entry is not None:
+                            connection.execute(f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)",
+                                               self._row(table.name, name, dict(entry)))
+                    connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
+                meta = {"key": self.key, "written_ns": time.time_ns(), "compute_global": list(self.compute_global)}
+                for name, value in meta.items():
+                    _, body, mac = self._row("meta", name, value)
+                    connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps([body, mac])))
+        finally:
+            connection.close()

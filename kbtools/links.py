@@ -116,14 +116,14 @@ def resolve_links(corpus: Corpus) -> Corpus:
         mine: list[Diagnostic] = []
         my_edges: list[tuple[str, str, str, int]] = []
         anchors: dict[str, str] = {}
-        if record.body.count("[[") > MAX_BODY_LINKS or record.body.count("{{") > MAX_BODY_LINKS:
-            mine.append(Diagnostic.make("KB114", record.path, record.body_line, 1,
-                                        f"the body has more than {MAX_BODY_LINKS:,} [[links]] or {{{{values}}}}; none of them was checked"))
+        scan = record_scan(corpus, record)
+        if scan.skipped:
+            mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is not None:
             for ref in record_references(corpus, record, record_type.plan, dirs):
                 mine.extend(_link_reference(record, ref, index, my_edges))
-        for link in record_scan(corpus, record).links:
+        for link in scan.links:
             line = record.body_line + link.line
             target, candidates = index.resolve(link.target)
             if target is None:
@@ -145,7 +145,6 @@ def resolve_links(corpus: Corpus) -> Corpus:
         if entry is not None:
             # valid while the record, the set of ids and types, and its anchors' targets stay the same
             entry["links"] = {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
-            corpus.cache.changed = True
         found.extend(mine)
         edges.extend(my_edges)
 
@@ -170,17 +169,11 @@ def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set
     refs = list(iter_references(record, plan, dirs))
     if entry is not None:
         entry["refs"] = refs
-        corpus.cache.changed = True
     return refs
-
-
-MAX_BODY_LINKS = 10_000  # more wikilinks than any page needs; scanning them would take seconds
 
 
 def record_scan(corpus: Corpus, record: Record) -> BodyScan:
     """The body's links and inline values: from the cache when the file is unchanged."""
-    if record.body.count("[[") > MAX_BODY_LINKS or record.body.count("{{") > MAX_BODY_LINKS:
-        return BodyScan((), ())  # reported once as KB114 by resolve_links
     entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
     if entry is not None and "scan" in entry:
         remember_scan(record.body, entry["scan"])
@@ -188,7 +181,6 @@ def record_scan(corpus: Corpus, record: Record) -> BodyScan:
     scan = scan_body(record.body)
     if entry is not None:
         entry["scan"] = scan
-        corpus.cache.changed = True
     return scan
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,20 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
     known = set(registry.dirs)
     real_records = os.path.realpath(records)
     prefix = settings.records_dir.rstrip("/")
-    for directory, subdirs, names in os.walk(records):
+    def unreadable(error: OSError) -> None:
+        where = os.path.relpath(error.filename or records, settings.root).replace(os.sep, "/")
+        diagnostics.append(Diagnostic.make("KB112", where, 1, 1, f"cannot read directory: {error.strerror}; its records were not checked"))
+
+    for directory, subdirs, names in os.walk(records, onerror=unreadable):
         subdirs.sort()
         inner = os.path.relpath(directory, records).replace(os.sep, "/")
+        for name in list(subdirs):
+            full = os.path.join(directory, name)
+            if os.path.islink(full):  # os.walk would pass over it without a word
+                subdirs.remove(name)
+                rel = f"{prefix}/{name if inner == '.' else f'{inner}/{name}'}"
+                diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "is a symlink to a directory; kb does not follow it, so "
+                                                   "its records were not checked (make it a real directory)"))
         for name in sorted(names):
             if not name.endswith(".md"):
                 continue
@@ -94,28 +106,28 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
     records: dict[str, Record] = {}
     for rel in track(files, "Reading records"):
         path = settings.root / rel
-        # like git's index: a file whose size and mtime match what the cache saw, and that
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}"))
+            continue
+        # like git's index: a file whose size, times and inode match what the cache saw, and that
         # was not modified just before the cache was written, is not read again
-        entry = cache.unchanged(rel, path) if cache else None
+        entry = cache.unchanged(rel, st) if cache and stat.S_ISREG(st.st_mode) else None
         if entry is not None:
             diagnostics.extend(entry["load"])
             if entry["record"] is not None:
                 records[entry["record"].key] = entry["record"]
             continue
         try:
-            size = path.stat().st_size
-            if size > MAX_RECORD_BYTES:
-                diagnostics.append(Diagnostic.make("KB113", rel, 1, 1, f"file is {size / 1048576:.1f} MiB; a record may be at most "
-                                                   f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)"))
-                continue
-            raw = path.read_bytes()
-        except OSError as exc:
-            diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}"))
+            raw, st = read_regular(path)
+        except LoadError as exc:
+            diagnostics.append(Diagnostic.make(exc.code, rel, 1, 1, exc.message))
             continue
         file_digest = digest(raw)
         entry = cache.file(rel, file_digest) if cache else None
         if cache is not None:
-            cache.note_stat(rel, path)
+            cache.note_stat(rel, st)  # the stat taken before reading: an edit during the read shows next time
         if entry is None:
             try:
                 record, found = load_record_bytes(raw, rel, path, registry, file_digest)
@@ -132,13 +144,30 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
                   diagnostics=tuple(registry.diagnostics) + tuple(diagnostics), cache=cache)
 
 
-def load_record(path: Path, settings: Settings, registry: TypeRegistry) -> tuple[Record | None, list[Diagnostic]]:
-    rel = path.relative_to(settings.root).as_posix()
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """A record file's bytes and its stat taken before reading; LoadError KB112/KB113 for what is no readable
+    record file. Opened without blocking and checked by fstat, so a FIFO or a device never hangs kb."""
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        return None, [Diagnostic.make("KB112", rel, 1, 1, f"cannot read file: {exc.strerror}")]
-    return load_record_bytes(raw, rel, path, registry, digest(raw))
+        raise LoadError("KB112", 1, 1, f"cannot read file: {exc.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        raise LoadError("KB112", 1, 1, f"not a regular file but {kind}; it was not read")
+    with os.fdopen(fd, "rb") as handle:
+        if st.st_size > MAX_RECORD_BYTES:
+            raise LoadError("KB113", 1, 1, f"file is {st.st_size / 1048576:.1f} MiB; a record may be at most "
+                                           f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)")
+        try:
+            raw = handle.read(MAX_RECORD_BYTES + 1)
+        except OSError as exc:
+            raise LoadError("KB112", 1, 1, f"cannot read file: {exc.strerror}") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise LoadError("KB113", 1, 1, f"file grew past {MAX_RECORD_BYTES // 1048576} MiB while it was read; it was not read")
+    return raw, st
 
 
 def load_record_bytes(raw: bytes, rel: str, path: Path, registry: TypeRegistry,
@@ -146,10 +175,10 @@ def load_record_bytes(raw: bytes, rel: str, path: Path, registry: TypeRegistry,
     directory, stem = path.parent.name, path.stem
     record_type = registry.by_dir(directory)
     try:
-        data, positions, body, body_line = parse_record_bytes(raw)
+        data, positions, values, body, body_line = parse_record_parts(raw)
     except LoadError as exc:
         return None, [Diagnostic.make(exc.code, rel, exc.line, exc.column, exc.message)]
-    record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions,
+    record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions, value_positions=values,
                     body=body, body_line=body_line, type=record_type.name if record_type else None, digest=file_digest)
     return record, check_identity(record, record_type.name if record_type else None)
 
@@ -184,6 +213,12 @@ def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic
 
 def parse_record_bytes(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], str, int]:
     """Bytes -> (frontmatter, key positions, body, first body line). Raises LoadError."""
+    data, positions, _, body, body_line = parse_record_parts(raw)
+    return data, positions, body, body_line
+
+
+def parse_record_parts(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], dict[FieldPath, tuple[int, int]], str, int]:
+    """Bytes -> (frontmatter, key positions, value positions, body, first body line). Raises LoadError."""
     if not raw.strip():
         raise LoadError("KB101", 1, 1, "empty file: a record needs a --- frontmatter block")
     try:
@@ -200,12 +235,13 @@ def parse_record_bytes(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tupl
     if closing is None:
         raise LoadError("KB103", 1, 1, "frontmatter opened here is never closed by a '---' line")
     yaml_text = "".join(lines[1:closing])
-    data, positions = parse_frontmatter(yaml_text, line_offset=1)
+    data, positions, values = parse_frontmatter(yaml_text, line_offset=1)
     body = "".join(lines[closing + 1:])
-    return data, positions, body, closing + 2
+    return data, positions, values, body, closing + 2
 
 
-def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]]]:
+def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]],
+                                                                dict[FieldPath, tuple[int, int]]]:
     """Compose YAML to nodes and convert them ourselves, recording positions and duplicates."""
     loader = _Loader(yaml_text)
     try:
@@ -233,12 +269,13 @@ def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any],
         raise LoadError("KB106", line, col, f"frontmatter must be a mapping of keys to values, not {kind}")
     positions: dict[FieldPath, tuple[int, int]] = {(): converter.where(node)}
     data = converter.convert(node, (), positions, 0)
-    return data, positions
+    return data, positions, converter.values
 
 
 class _Converter:
     def __init__(self, loader: yaml.SafeLoader, line_offset: int):
         self.loader, self.line_offset, self.count = loader, line_offset, 0
+        self.values: dict[FieldPath, tuple[int, int]] = {}  # where each scalar value's text starts
 
     def where(self, node: yaml.Node) -> tuple[int, int]:
         return node.start_mark.line + 1 + self.line_offset, node.start_mark.column + 1
@@ -278,6 +315,8 @@ class _Converter:
                 positions[path + (index,)] = self.where(item)
                 items.append(self.convert(item, path + (index,), positions, depth + 1))
             return items
+        if path:
+            self.values[path] = self.where(node)
         return self.scalar(node)
 
     def scalar(self, node: yaml.ScalarNode) -> Any:

@@ -75,6 +75,7 @@ class Record:
     body_line: int  # file line on which the body starts
     type: str | None = None  # the type of its directory, when known
     digest: str = ""  # hash of the file's bytes (the cache key)
+    value_positions: Mapping[FieldPath, tuple[int, int]] = field(default_factory=dict)  # field path -> where its scalar value's text starts
 
     @property
     def key(self) -> str:
@@ -93,6 +94,13 @@ class Record:
             if pos:
                 return pos
         return self.positions.get((), (1, 1))
+
+    def value_position(self, path: FieldPath) -> tuple[int, int]:
+        """Line and column of a scalar value's own text (a long-form quantity: of its `value`), else of its key."""
+        for candidate in (tuple(path) + ("value",), tuple(path)):
+            if candidate in self.value_positions:
+                return self.value_positions[candidate]
+        return self.position(path)
 
 
 @dataclass(frozen=True)

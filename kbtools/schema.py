@@ -39,7 +39,6 @@ def validate_schemas(corpus: Corpus) -> Corpus:
             mine = [internal_error(record.path, exc)]
         if entry is not None:
             entry["schema"] = mine
-            cache.changed = True
         found.extend(mine)
     return corpus.with_diagnostics(found)
 
