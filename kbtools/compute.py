@@ -50,6 +50,7 @@ class Value:
     rows: tuple[tuple[str, "Value"], ...] | None = None
     vendor_claim: bool = False
     note: str | None = None
+    weakest: str | None = None  # the weakest basis of everything it rests on, set when derived (a chain can be long)
 
     @property
     def computed(self) -> bool:
@@ -58,8 +59,9 @@ class Value:
     @property
     def input_basis(self) -> str:
         """The weakest basis among everything this value rests on."""
-        bases = [v.input_basis if v.computed else v.basis for _, v in self.inputs] or [self.basis]
-        return min(bases, key=lambda b: BASIS_RANK.get(b, 0))
+        if self.weakest is not None:
+            return self.weakest
+        return weakest_basis(self.inputs, self.basis)
 
     def shown(self, unit: str | None = None) -> str:
         """Computed figures to 4 significant digits; stated ones as precisely as a record writes them."""
@@ -74,8 +76,24 @@ class _Failed(Exception):
 
 class _Cycle(Exception):
     def __init__(self, chain: list[str]):
-        super().__init__(" → ".join(chain))
+        shown = chain if len(chain) <= 12 else chain[:6] + [f"… {len(chain) - 11} more …"] + chain[-5:]
+        super().__init__(" → ".join(shown))
         self.chain = chain
+
+
+class _Deferred(BaseException):
+    """Raised when a value is needed DEFER_DEPTH values deep: the stack unwinds, the driver computes that
+    value first at the top, then retries. So a chain of any length is evaluated on an explicit stack
+    (Computer.drive) with bounded Python recursion, and a cycle of any length is found. A BaseException,
+    so that no `except Exception` between here and the driver can swallow it."""
+
+    def __init__(self, record: Record, name: str, compute, path: list[tuple[str, str]]):
+        super().__init__(f"{record.key}.{name}")
+        self.record, self.name, self.compute = record, name, compute
+        self.path = path  # the values being computed, outermost first, when this one was needed
+
+
+DEFER_DEPTH = 8  # values computed inside one another before the driver takes over (each costs ~15 frames)
 
 
 _FAILED = object()
@@ -109,6 +127,11 @@ class Computer:
         at_line, col = record.position(path)
         self.diagnostics.append(Diagnostic.make(code, record.path, line or at_line, col if line is None else 1, message))
 
+    def report_value(self, code: str, record: Record, path: FieldPath, message: str) -> None:
+        """A finding about what a value says (its unit, its number): at the value's own text, not its key."""
+        line, col = record.value_position(path)
+        self.diagnostics.append(Diagnostic.make(code, record.path, line, col, message))
+
     def default_basis(self, record: Record) -> str:
         basis = record.data.get("basis")
         return basis if isinstance(basis, str) else "unverified"
@@ -137,7 +160,7 @@ class Computer:
         sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
         confidence = min((v.confidence for _, v in used), default=self.confidence(record))
         return Value(quantity, record.key, name, record.path, line, "derived", confidence, sources,
-                     unit=unit, formula=formula, inputs=used)
+                     unit=unit, formula=formula, inputs=used, weakest=weakest_basis(used, "derived"))
 
     # ------------------------------------------------------------ stage entry
     def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -148,7 +171,7 @@ class Computer:
                 continue
             self.stack.append(record.key)
             try:
-                entry = self.record_values(record)
+                entry = self.drive(lambda: self.record_values(record))
             except (_Failed, _Cycle):
                 entry = None
             except Exception as exc:  # pint or kb failing deep inside: one diagnostic, the rest goes on
@@ -159,6 +182,44 @@ class Computer:
             if entry is not None:
                 computed[record.key] = entry
         return computed
+
+    def drive(self, work):
+        """Run `work`, first computing on an explicit stack every value it (or they) needed too deep to compute in place."""
+        pending: list[_Deferred] = []
+        while True:
+            try:
+                if not pending:
+                    return work()
+                top = pending[-1]
+                saved, self.stack = self.stack, [top.record.key]
+                try:
+                    self.memoised(top.record, top.name, top.compute)
+                except (_Failed, _Cycle):
+                    pass  # reported (or to be reported) where it is used
+                finally:
+                    self.stack = saved
+                pending.pop()
+            except _Deferred as deferred:
+                key = (deferred.record.key, deferred.name)
+                waiting = [(d.record.key, d.name) for d in pending]
+                if key in waiting:  # the value waits, through the others, on itself
+                    start = waiting.index(key)
+                    self.report_cycle([*pending[start + 1:], deferred], key)
+                    del pending[start:]
+                else:
+                    pending.append(deferred)
+
+    def report_cycle(self, links: list[_Deferred], key: tuple[str, str]) -> None:
+        """A cycle found on the explicit stack: each link's path leads from the value before it to it."""
+        chain = [step for link in links for step in link.path] + [key]
+        cycle = _Cycle([f"{r}.{n}" for r, n in chain])
+        for record_key, name in dict.fromkeys(chain):
+            if self.memo.get((record_key, name)) is _FAILED:
+                continue
+            self.memo[(record_key, name)] = _FAILED
+            record = self.corpus.records[record_key]
+            where = ("costs", name.removeprefix("costs."), "formula") if name.startswith("costs.") else (name,)
+            self.report("KB506", record, where, f"{name}: cycle of {len(chain) - 1} values: {cycle}")
 
     def record_values(self, record: Record) -> dict[str, Any] | None:
         self.parse_quantities(record)
@@ -208,7 +269,7 @@ class Computer:
                 try:
                     self.written[(record.key, path)] = parse_written(value, plan.quantity)
                 except QuantityError as exc:
-                    self.report(exc.code, record, path, f"{_dotted(path)}: {exc.message}")
+                    self.report_value(exc.code, record, path, f"{_dotted(path)}: {exc.message}")
             elif plan.inputs and isinstance(value, dict):
                 for name, item in value.items():
                     if _is_reference(item, self.corpus) or isinstance(item, list):
@@ -216,7 +277,7 @@ class Computer:
                     try:
                         self.written[(record.key, path + (name,))] = parse_written(item, None if not isinstance(item, (int, float)) else "")
                     except QuantityError as exc:
-                        self.report(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
+                        self.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
 
     # ------------------------------------------------------------ fields and derivations
     def memoised(self, record: Record, name: str, compute) -> Any:
@@ -229,6 +290,8 @@ class Computer:
         else:
             if key in self.active:
                 raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
+            if len(self.active) >= DEFER_DEPTH:
+                raise _Deferred(record, name, compute, list(self.active))
             self.active.append(key)
             self.stack.append(record.key)
             try:
@@ -332,10 +395,15 @@ class Computer:
         if name in bindings:
             return bindings[name]
         inputs = record.data.get("inputs")
-        raw = inputs.get(name) if isinstance(inputs, dict) and name in inputs else record.data.get(name)
+        is_input = isinstance(inputs, dict) and name in inputs
+        raw = inputs.get(name) if is_input else record.data.get(name)
+        if is_input and not _is_reference(raw, self.corpus):
+            # a quantity (or a list): `n.value` where n is '4 GB' names nothing, and must say so
+            raise FormulaError("KB502", f"'{name}' is a quantity input ({raw!r}), not a record reference, so it has no fields; "
+                                        f"write {name} alone")
         if isinstance(raw, str):
             target, _ = self.resolve(raw)
-            if target is None and (name in (inputs or {}) or self.is_reference_field(record, name)):
+            if target is None and (is_input or self.is_reference_field(record, name)):
                 raise _Failed()  # a dangling reference: the links stage has reported it
             return target
         return None
@@ -379,7 +447,7 @@ class Computer:
         try:
             unit_q = parse_unit(spec["unit"])
         except QuantityError as exc:
-            self.report(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
+            self.report_value(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
             return _FAILED
         for_each = spec.get("for_each")
         if isinstance(for_each, dict) and for_each and "stated" in spec:
@@ -447,7 +515,7 @@ class Computer:
                 check_dimension(stated, spec["unit"])
             except (QuantityError, KeyError) as exc:
                 message = exc.message if isinstance(exc, QuantityError) else "stated needs a value"
-                self.report(getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}")
+                self.report_value(getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}")
                 return _FAILED
             self.compare(record, ("costs", name, "stated"), f"costs.{name}", stated, value, spec.get("tolerance", DEFAULT_TOLERANCE))
         return value
@@ -648,6 +716,12 @@ class Computer:
         return self.derived_value(record, (), expression, quantity, formula, used, None)
 
 
+def weakest_basis(inputs: tuple[tuple[str, Value], ...], default: str) -> str:
+    """One level only: each derived input already carries its own weakest basis."""
+    bases = [v.input_basis if v.computed else v.basis for _, v in inputs] or [default]
+    return min(bases, key=lambda b: BASIS_RANK.get(b, 0))
+
+
 @dataclass(frozen=True)
 class InlineValue:
     line: int
@@ -657,7 +731,10 @@ class InlineValue:
     rendered: str | None
 
 
-def substituted(value: Value) -> str:
+SUBSTITUTE_DEPTH = 3  # derived inputs expanded in place this many levels; deeper ones show their figure
+
+
+def substituted(value: Value, depth: int = 0) -> str:
     """The formula with each input replaced by its figure, expanding derived inputs in place."""
     if value.formula is None:
         return value.shown()
@@ -672,8 +749,9 @@ def substituted(value: Value) -> str:
                     found = v
         if found is None:
             return None
-        if found.computed and found.formula is not None and found.rows is None and found.recomputed is None:
-            return f"({substituted(found)})"
+        if (found.computed and found.formula is not None and found.rows is None and found.recomputed is None
+                and depth < SUBSTITUTE_DEPTH):
+            return f"({substituted(found, depth + 1)})"
         return found.shown()
     return render(value.formula.tree, name_text)
 
@@ -742,7 +820,6 @@ def recompute_costs(corpus: Corpus) -> Corpus:
                 diagnostics.extend(cache.compute[key]["diagnostics"])
         diagnostics.extend(cache.compute_global)
     if cache is not None and (only is None or only or len(cache.compute) != len(corpus.records)):
-        cache.changed = True
         by_path: dict[str, list[Diagnostic]] = {}
         for d in computer.diagnostics:
             by_path.setdefault(d.path, []).append(d)
@@ -756,7 +833,7 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         for key in [k for k in cache.compute if k not in corpus.records]:
             del cache.compute[key]
         globals_now = [d for d in computer.diagnostics if d.path not in record_paths]
-        cache.compute_global = list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now
+        cache.set_global(list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now)
     unique = list(dict.fromkeys(diagnostics))
     if not corpus.complete:
         computed = {}  # kb check keeps diagnostics only: the values would be most of its memory

@@ -42,6 +42,7 @@ CODES: dict[str, Code] = {
     "KB112": Code(E, "A path given on the command line is not a record file.", "notes.txt:1:1: error KB112 not a record: expected records/<dir>/<id>.md"),
     "KB113": Code(E, "A record file is too large to be a record (more than 5 MiB); it is not read.", "records/models/x.md:1:1: error KB113 file is 50.0 MiB; a record may be at most 5 MiB (it was not read)"),
     "KB114": Code(E, "A body has more than 10,000 [[links]] or {{values}}; none is checked.", "records/flops/x.md:12:1: error KB114 the body has more than 10,000 [[links]] or {{values}}; none of them was checked"),
+    "KB115": Code(E, "A body is longer than kb checks (200,000 characters); its links and values are not checked.", "records/flops/x.md:12:1: error KB115 the body is 4,900,000 characters long, more than the 200,000 kb checks; its links and values were not checked"),
     # schema
     "KB200": Code(E, "A field breaks its type's JSON Schema.", "records/models/x.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']"),
     "KB201": Code(E, "A field is not part of its type's schema (misspelt or unknown).", "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'"),

@@ -23,6 +23,7 @@ from .units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
 
 MAX_LENGTH = 2000
 MAX_NODES = 400
+MAX_DEPTH = 40  # evaluation and display recurse once per level: a deeper formula is refused, never a RecursionError
 MAX_EXPONENT = 64
 FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
@@ -70,6 +71,13 @@ def parse_formula(text: str) -> Formula:
         if count > MAX_NODES:
             raise FormulaError("KB501", f"formula has more than {MAX_NODES} parts")
         _check_node(node, names)
+    depth, stack = 0, [(tree.body, 1)]
+    while stack:  # iteratively: the check itself must not recurse
+        node, level = stack.pop()
+        depth = max(depth, level)
+        if depth > MAX_DEPTH:
+            raise FormulaError("KB501", f"formula nests more than {MAX_DEPTH} levels deep; split it into named costs")
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr))
     return Formula(text, tree.body, tuple(dict.fromkeys(names)))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .links import Index
 from .model import Corpus, Record
-from .units import QuantityError, format_quantity, parse_quantity_text
+from .units import NUMBER, QuantityError, format_quantity, parse_quantity_text
 
 FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
 ENVELOPE = {"id", "type", "name", "status", "confidence", "updated", "sources", "basis"}
@@ -44,7 +44,14 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
             raise QueryError(f"cannot read filter '{text}': write field:value, field>=VALUE UNIT or links-to:dir/id")
         if match["field"] not in known:
             raise QueryError(f"unknown field '{match['field']}' in '{text}'")
-        filters.append(Filter(match["field"], match["op"], match["value"].strip()))
+        value = match["value"].strip()
+        number = NUMBER.match(value)
+        if number and number.group(2):  # 'VALUE UNIT': read it now, so a bad unit is an error even if no record has the field
+            try:
+                parse_quantity_text(value, None)
+            except QuantityError as exc:
+                raise QueryError(f"{text}: {exc.message}") from None
+        filters.append(Filter(match["field"], match["op"], value))
     return filters
 
 

@@ -16,6 +16,7 @@ Adding a record type is adding a schema file (and its directory): no Python edit
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -108,6 +109,9 @@ class TypeRegistry:
 
 
 SCHEMA_SUFFIX = ".schema.json"
+DIALECTS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
+# x-kb-dir names one directory under records/; the site writes pages under the same name
+DIR_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -125,8 +129,14 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
     for path in sorted(schema_dir.glob(f"*{SCHEMA_SUFFIX}")):
         rel = path.relative_to(root).as_posix()
         try:
+            if not path.is_file():
+                diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "schema path is not a regular file"))
+                continue
             text = path.read_text(encoding="utf-8")
             contents = json.loads(text)
+        except OSError as exc:
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"cannot read schema file: {exc.strerror or exc}"))
+            continue
         except UnicodeDecodeError as exc:
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"schema file is not UTF-8: {exc.reason}"))
             continue
@@ -144,6 +154,11 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, f'"{key}"') if key else 1, 1,
                                                f"invalid JSON Schema: {exc.message}"))
             continue
+        if contents.get("$schema") not in DIALECTS:
+            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$schema"') if "$schema" in contents else 1, 1,
+                                               f"a schema must declare \"$schema\": \"{DIALECTS[0]}\" (kb validates with "
+                                               f"JSON Schema 2020-12), not {json.dumps(contents.get('$schema'))}"))
+            continue
         documents[path.name] = (path, text, contents)
 
     resources = []
@@ -160,8 +175,10 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             continue  # a shared resource, not a record type
         rel = path.relative_to(root).as_posix()
         type_name = name[: -len(SCHEMA_SUFFIX)]
-        if not isinstance(directory, str) or not directory:
-            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"x-kb-dir"'), 1, "x-kb-dir must be a directory name"))
+        if not isinstance(directory, str) or not DIR_PATTERN.match(directory):
+            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"x-kb-dir"'), 1,
+                                               f"x-kb-dir must be one directory name under records/ (matching {DIR_PATTERN.pattern}), "
+                                               f"not {json.dumps(directory)}"))
             continue
         try:
             plan = compile_plan(contents, registry.resolver(base_uri=contents.get("$id", name)))

@@ -14,7 +14,9 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
-MAX_TARGET = 300
+MAX_TARGET = 300  # the longest [[...]] or {{...}} looked for: a closing bracket is sought no further
+MAX_BODY_CHARS = 200_000  # markdown-it parses this in a few seconds even in its slow paths; records are far shorter
+MAX_BODY_LINKS = 10_000  # more wikilinks or inline values than any page needs
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +33,23 @@ class WikiLink:
         return f"[[{inner}]]"
 
 
+def _closing(src: str, pos: int, closer: str) -> int:
+    """Where `closer` ends the construct opened at pos: on the same line and within MAX_TARGET, else -1.
+    Bounded so that many unclosed openers cost linear time, never a scan to the paragraph's end each."""
+    limit = pos + 2 + MAX_TARGET + len(closer)
+    newline = src.find("\n", pos, limit)
+    return src.find(closer, pos + 2, newline if newline >= 0 else limit)
+
+
 def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if not src.startswith("[[", pos):
         return False
-    end = src.find("]]", pos + 2)
+    end = _closing(src, pos, "]]")
     if end < 0:
         return False
     inner = src[pos + 2:end]
-    if not inner.strip() or "\n" in inner or "[" in inner or len(inner) > MAX_TARGET:
+    if not inner.strip() or "[" in inner:
         return False
     if not silent:
         target, _, label = inner.partition("|")
@@ -57,12 +67,13 @@ def _inline_value_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if not src.startswith("{{", pos):
         return False
-    end = src.find("}}", pos + 2)
-    if end < 0 or "\n" in src[pos:end] or end - pos > MAX_TARGET:
+    end = _closing(src, pos, "}}")
+    if end < 0:
         return False
     if not silent:
         token = state.push("kb_value", "", 0)
         token.content = src[pos + 2:end]
+        token.meta = {"offset": pos}
     state.pos = end + 2
     return True
 
@@ -87,10 +98,21 @@ class InlineSpan:
 
 @dataclass(frozen=True, slots=True)
 class BodyScan:
-    """What a body links to and quotes, found in one parse."""
+    """What a body links to and quotes, found in one parse; `skipped` says why a body was not scanned."""
 
     links: tuple[WikiLink, ...]
     values: tuple[InlineSpan, ...]
+    skipped: tuple[str, str] | None = None  # (code, message)
+
+
+def too_large(body: str) -> tuple[str, str] | None:
+    """Why a body is not scanned, as (code, message), or None. Checked before any parse."""
+    if body.count("[[") > MAX_BODY_LINKS or body.count("{{") > MAX_BODY_LINKS:
+        return "KB114", f"the body has more than {MAX_BODY_LINKS:,} [[links]] or {{{{values}}}}; none of them was checked"
+    if len(body) > MAX_BODY_CHARS:
+        return "KB115", (f"the body is {len(body):,} characters long, more than the {MAX_BODY_CHARS:,} kb checks; "
+                         "its links and values were not checked")
+    return None
 
 
 _SCANS: dict[str, BodyScan] = {}  # body text -> its scan (filled from the cache too)
@@ -109,6 +131,9 @@ def scan_body(body: str) -> BodyScan:
 
 
 def _scan(body: str) -> BodyScan:
+    reason = too_large(body)
+    if reason is not None:
+        return BodyScan((), (), reason)
     if "[[" not in body and "{{" not in body:
         return BodyScan((), ())  # nothing to find: skip the parse
     tokens = markdown().parse(body)
@@ -121,20 +146,37 @@ def _scan(body: str) -> BodyScan:
             block_line = token.map[0]
         if token.type != "inline" or not token.children:
             continue
-        line = token.map[0] if token.map else block_line
+        first_line = token.map[0] if token.map else block_line
+        line_starts = [0] + [i + 1 for i, c in enumerate(token.content) if c == "\n"]
+        indents: dict[int, int] = {}  # per line of the inline text: where it starts in the source line
+        line = first_line
         for child in token.children:
             if child.type in ("softbreak", "hardbreak"):
                 line += 1
             elif child.type in ("wikilink", "kb_value"):
-                text = ("[[%s]]" if child.type == "wikilink" else "{{%s}}") % child.content
-                source_line = lines[line] if line < len(lines) else ""
-                column = source_line.find(text) + 1 if text in source_line else 1
+                column = _column(child.meta.get("offset", 0), token.content, line_starts, lines, first_line, indents)
                 if child.type == "wikilink":
                     meta = child.meta
                     links.append(WikiLink(meta["target"], meta["anchor"], meta["label"], line, column))
                 else:
                     values.append(InlineSpan(child.content, line, column))
     return BodyScan(tuple(links), tuple(values))
+
+
+def _column(offset: int, content: str, line_starts: list[int], lines: list[str], first_line: int, indents: dict[int, int]) -> int:
+    """The 1-based column in the source line of a construct at `offset` of an inline token's text.
+    markdown-it strips each line's indentation and block markers (>, list bullets) from the inline text, so
+    the line's own start is found once per line (never a search per link) and the offset counted from it."""
+    import bisect
+    index = bisect.bisect_right(line_starts, offset) - 1
+    start = line_starts[index]
+    if index not in indents:
+        source = lines[first_line + index] if first_line + index < len(lines) else ""
+        end = content.find("\n", start)
+        text = content[start:end if end >= 0 else len(content)].strip()
+        found = source.find(text[:40]) if text else -1
+        indents[index] = found if found >= 0 else 0
+    return indents[index] + (offset - start) + 1
 
 
 def find_inline_values(body: str) -> list[InlineSpan]:
@@ -154,6 +196,8 @@ def slugify(heading: str) -> str:
 
 
 def headings(body: str) -> set[str]:
+    if too_large(body):
+        return set()
     tokens = markdown().parse(body)
     return {slugify(tokens[i + 1].content) for i, t in enumerate(tokens)
             if t.type == "heading_open" and i + 1 < len(tokens)}
