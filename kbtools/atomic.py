@@ -1,26 +1,60 @@
-"""Writing files so that a crash or a kill never leaves half a file, and nothing is overwritten by surprise."""
+"""Writing files so that a crash or a kill never leaves half a file, nothing is overwritten by
+surprise, and an edit someone saved meanwhile is never lost.
+
+Every rewrite goes through a temporary file beside the target that becomes the target in one
+rename. A rewrite of a file kb read first (kb fmt, kb new --force) passes the bytes it read:
+just before the rename the file is read again, and if it changed in the meantime nothing is
+replaced (ChangedMeanwhile). What is left between that re-check and the rename is the time
+of one system call, the same window git's own index update has. The replacement keeps the
+file's permission bits and, where the process may set them, its owner and group.
+"""
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 
+class ChangedMeanwhile(Exception):
+    """The file changed after kb read it; kb left it as it is."""
+
+
 @contextmanager
-def staged(path: Path) -> Iterator[Path]:
-    """A temporary file beside `path` to write; it becomes `path` in one rename when the block succeeds."""
+def staged(path: Path, like: os.stat_result | None = None) -> Iterator[Path]:
+    """A temporary file beside `path` to write; it becomes `path` in one rename when the block succeeds.
+    Its mode (and owner, when allowed) are those of `like`, else what a new file gets under the umask."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     tmp = Path(name)
     try:
+        _take_mode(tmp, like)
         yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _take_mode(tmp: Path, like: os.stat_result | None) -> None:
+    if like is None:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for secrets, not records
+        return
+    os.chmod(tmp, stat.S_IMODE(like.st_mode))
+    if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
+        try:
+            os.chown(tmp, like.st_uid, like.st_gid)
+        except PermissionError:
+            pass  # only root may give a file away; the content is still the user's
 
 
 def _write_synced(tmp: Path, text: str) -> None:
@@ -30,10 +64,22 @@ def _write_synced(tmp: Path, text: str) -> None:
         os.fsync(out.fileno())
 
 
-def replace_file(path: Path, text: str) -> None:
-    """Write `path` whole, replacing what was there."""
-    with staged(path) as tmp:
+def replace_file(path: Path, text: str, expected: bytes | None = None) -> None:
+    """Write `path` whole, replacing what was there. With `expected` (the bytes kb read), refuse with
+    ChangedMeanwhile when the file no longer holds exactly those bytes."""
+    try:
+        like = os.stat(path)
+    except FileNotFoundError:
+        like = None
+    with staged(path, like) as tmp:
         _write_synced(tmp, text)
+        if expected is not None:
+            try:
+                now = path.read_bytes()
+            except FileNotFoundError:
+                now = None
+            if now != expected:
+                raise ChangedMeanwhile(f"{path.name} changed while kb worked on it; it was left as it is (run kb again)")
 
 
 def create_file(path: Path, text: str) -> None:
@@ -42,6 +88,7 @@ def create_file(path: Path, text: str) -> None:
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     try:
+        _take_mode(Path(name), None)
         _write_synced(Path(name), text)
         os.link(name, path)  # fails if the target exists: two writers can never both create it
     finally:
@@ -51,11 +98,33 @@ def create_file(path: Path, text: str) -> None:
 _TEMP = re.compile(r"^\..+\.md\.[A-Za-z0-9_]{8}$")  # what mkstemp above names a staged record
 
 
+@contextmanager
+def writers_lock(directory: Path) -> Iterator[None]:
+    """One kb writer of records at a time (kb fmt, kb new): a lock on the records directory itself.
+    Every writer holds it while its temporaries exist, so under it any temporary is a killed run's."""
+    import fcntl
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield  # no records directory yet: nothing to guard
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def remove_stale_temporaries(directory: Path) -> int:
-    """Temporary files a killed writer left behind (the records themselves are always whole)."""
+    """Temporary files a killed writer left behind (the records themselves are always whole).
+    Call it holding writers_lock, so that no live writer's temporary is taken from it."""
     removed = 0
     for path in directory.rglob(".*.md.*"):
-        if path.is_file() and _TEMP.match(path.name):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and _TEMP.match(path.name):
             path.unlink(missing_ok=True)
             removed += 1
     return removed

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .atomic import create_file, replace_file
+from .atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
 from .registry import RecordType, TypeRegistry
 
 
@@ -76,8 +76,19 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
         raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
     path = root / "records" / record_type.dir / f"{record_id}.md"
     text = skeleton(record_type, record_id, name, sources)
+    with writers_lock(root / "records"):
+        return _write_record(root, path, text, force)
+
+
+def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
     if force:
-        replace_file(path, text)
+        try:
+            existing = path.read_bytes() if path.exists() else None
+            replace_file(path, text, expected=existing)
+        except ChangedMeanwhile as exc:
+            raise AuthoringError(str(exc)) from None
+        except OSError as exc:
+            raise AuthoringError(f"cannot replace {path.relative_to(root)}: {exc.strerror}") from None
         return path
     try:
         create_file(path, text)

@@ -95,8 +95,15 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from .build import build_site
     from .pipeline import check_corpus
+    from .publish import OutputError, check_output
     from .report import format_text, summarize
 
+    out = args.out or settings.root / "site" / "_build"
+    try:
+        check_output(out, settings.root)  # before any work: a refusal costs nothing and changes nothing
+    except OutputError as exc:
+        print(f"kb build: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
     errors = [d for d in corpus.diagnostics if d.severity is Severity.ERROR]
     if errors and not args.force:
@@ -106,8 +113,11 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     if not (settings.root / "site" / "templates").is_dir():
         print(f"kb build: no site/templates/ in {settings.root}: the site's theme lives there", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out or settings.root / "site" / "_build"
-    pages, warning = build_site(corpus, out, search=not args.no_search)
+    try:
+        pages, warning = build_site(corpus, out, search=not args.no_search)
+    except OutputError as exc:
+        print(f"kb build: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
     print(f"built {pages} record pages into {out}")
@@ -153,8 +163,17 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from .export import write_json, write_sqlite
     from .pipeline import check_corpus
 
+    from .publish import OutputError, check_export
+
     if not args.sqlite and not args.json:
         print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        for kind, target in (("sqlite", args.sqlite), ("json", args.json)):
+            if target:
+                check_export(target, settings.root, kind)
+    except OutputError as exc:
+        print(f"kb export: {exc}", file=sys.stderr)
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
     if args.sqlite:
@@ -167,32 +186,39 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
-    from .fmt import format_file
-    from .load import discover
+    from .atomic import remove_stale_temporaries, writers_lock
     from .registry import load_registry
 
-    from .atomic import remove_stale_temporaries
-
     registry = load_registry(settings.schema_path, settings.root)
-    if not args.check and settings.records_path.is_dir():
-        remove_stale_temporaries(settings.records_path)
+    with writers_lock(settings.records_path):
+        if not args.check and settings.records_path.is_dir():
+            remove_stale_temporaries(settings.records_path)
+        changed, errors, files = _format_all(args, settings, registry)
+    print(f"{len(files)} records: {changed} {'would change' if args.check else 'changed'}, {errors} not formatted")
+    return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
+
+
+def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple[int, int, list[Path]]:
+    from .fmt import format_file
+    from .load import discover
+    from .report import one_line
+
     if args.paths:
-        files = [p.resolve() for p in args.paths if p.suffix == ".md"]
+        files = [Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"]  # not resolve(): a symlink loop is that file's error
     else:
         found, _ = discover(settings, registry)
         files = [settings.root / rel for rel in found]
     changed = errors = 0
     for path in files:
         result = format_file(path, registry, args.check)
-        shown = _relative(path, settings) or str(path)
+        shown = one_line(_relative(path, settings) or str(path))
         if result.error:
             errors += 1
             print(f"{shown}:{result.error} (not formatted)", file=sys.stderr)
         elif result.changed:
             changed += 1
             print(f"{shown}: {'would reformat' if args.check else 'reformatted'}")
-    print(f"{len(files)} records: {changed} {'would change' if args.check else 'changed'}, {errors} not loadable")
-    return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
+    return changed, errors, files
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
@@ -222,8 +248,11 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
 def _relative(path: Path, settings: Settings) -> str | None:
     try:
         return path.resolve().relative_to(settings.root).as_posix()
-    except ValueError:
-        return None
+    except (ValueError, OSError, RuntimeError):  # outside the root, or a symlink loop
+        try:
+            return Path(os.path.abspath(path)).relative_to(settings.root).as_posix()
+        except ValueError:
+            return None
 
 
 def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:

@@ -16,8 +16,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from .atomic import replace_file
-from .load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes
+from .atomic import ChangedMeanwhile, replace_file
+from .load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes, read_regular
 from .registry import TypeRegistry
 
 
@@ -82,7 +82,10 @@ def format_text(text: str, order: tuple[str, ...]) -> str:
 
 
 def format_file(path: Path, registry: TypeRegistry, check_only: bool) -> Formatted:
-    raw = path.read_bytes()
+    try:
+        raw, _ = read_regular(path)  # a FIFO, a directory named x.md or an unreadable file: this file's error only
+    except LoadError as exc:
+        return Formatted(path, False, f"1:1: {exc.code} {exc.message}")
     try:
         parse_record_bytes(raw)  # kb's own loader first: never rewrite what kb check refuses
         text = raw.decode("utf-8")
@@ -99,5 +102,10 @@ def format_file(path: Path, registry: TypeRegistry, check_only: bool) -> Formatt
         return Formatted(path, False, "1:1: KB900 formatting would change the data; left as it is")
     changed = formatted != text
     if changed and not check_only:
-        replace_file(path, formatted)
+        try:
+            replace_file(path, formatted, expected=raw)  # an edit saved since the read is never overwritten
+        except ChangedMeanwhile:
+            return Formatted(path, False, "1:1: the file changed while kb fmt worked on it; it was left as it is (run kb fmt again)")
+        except OSError as exc:
+            return Formatted(path, False, f"1:1: cannot write the file: {exc.strerror}")
     return Formatted(path, changed)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable, Sequence
+from urllib.parse import quote
 
 from . import __version__
 from .diagnostics import CODES, Diagnostic, Severity
@@ -13,8 +15,17 @@ def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]
     return {"records": records, "errors": errors, "warnings": len(diagnostics) - errors}
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name, an escape sequence) shown as escapes: one finding is
+    one line, and nothing a record's author wrote can forge another line or drive the terminal."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    lines = [f"{d.path}:{d.line}:{d.column}: {d.severity.value} {d.code} {d.message}" for d in diagnostics]
+    lines = [f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(d.message)}" for d in diagnostics]
     lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
     return "\n".join(lines) + "\n"
 
@@ -54,7 +65,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> 
         "ruleIndex": used.index(d.code),
         "level": "error" if d.severity is Severity.ERROR else "warning",
         "message": {"text": d.message},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path, "uriBaseId": "%SRCROOT%"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(d.path, safe="/"), "uriBaseId": "%SRCROOT%"},
                                             "region": {"startLine": d.line, "startColumn": d.column}}}],
     } for d in diagnostics]
     log = {
