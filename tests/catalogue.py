@@ -40,6 +40,28 @@ def E(name, content, code, line=None, path="records/engines/x.md", area="file", 
     return Case(name, files, code, path, line, area, **kw)
 
 
+def chain(length: int, cycle: bool = False) -> dict[str, str]:
+    """flops/c0 ... flops/c{length-1}, each cost one more than the one before it; with cycle, c0 reads the last."""
+    files = {}
+    for i in range(length):
+        prev = f"flops/c{i - 1}" if i else (f"flops/c{length - 1}" if cycle else None)
+        inputs = f"inputs:\n  prev: {prev}\n" if prev else "inputs:\n  base: 1 GB\n"
+        formula = "prev.c + '1 GB'" if prev else "base"
+        stated = f"    stated: {length} GB\n" if i == length - 1 and not cycle else ""
+        body = f"[[src-a]] [[c{i + 1}]]\n" if i + 1 < length else "[[src-a]] [[c0]]\n"
+        files[f"records/flops/c{i}.md"] = record(f"c{i}", "flop", "class: kv_transfer\nbound_by: memory\n" + inputs
+                                                 + f"costs:\n  c:\n    formula: {formula}\n    unit: GB\n" + stated, body)
+    return files
+
+
+def schema_with(replace_from: str, replace_to: str) -> dict[str, str]:
+    """The engine schema with one edit (read from this repository's schema/)."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "schema" / "engine.schema.json").read_text()
+    assert replace_from in text
+    return {"schema/engine.schema.json": text.replace(replace_from, replace_to, 1), "records/engines/x.md": record(body="[[src-a]]\n")}
+
+
 nested_block = "---\nid: x\n" + "".join("  " * i + f"k{i}:\n" for i in range(300)) + "---\n"
 
 CASES: list[Case] = [
@@ -77,6 +99,11 @@ CASES: list[Case] = [
     E("a record in a directory that is no type", {"records/widgets/x.md": record()}, "KB110", 1, path="records/widgets/x.md"),
     E("a record directly under records/", {"records/x.md": record()}, "KB110", 1, path="records/x.md"),
     E("a record that is a symlink to a file outside records/", {"records/engines/x.md": "SYMLINK:/etc/hostname"}, "KB112", 1),
+    E("a record that is a FIFO", {"records/engines/x.md": "FIFO:"}, "KB112", 1, seconds=10),
+    E("a type directory that is a symlink", {"records/real-engines/x.md": record(), "records/engines": "SYMLINK:real-engines"},
+      "KB112", 1, path="records/engines"),
+    E("a newline in a file name", {"records/engines/a\nb.md": record("a")}, "KB108", 1, path="records/engines/a\\nb.md",
+      note="the name is shown escaped, so it cannot forge a second diagnostic line"),
     E("an impossible date", record().replace("2026-11-29", "2026-02-30"), "KB200", 7, area="schema"),
     # schema
     E("a misspelt field", record(extra="kind: serving-engine\nlicence: MIT\n"), "KB201", 10, area="schema"),
@@ -90,6 +117,13 @@ CASES: list[Case] = [
       path="records/flops/x.md", area="schema"),
     E("a schema file that is not JSON", {"schema/engine.schema.json": '{"title": "x",\n  oops\n}\n'}, "KB210", 2,
       path="schema/engine.schema.json", area="schema"),
+    E("a schema without $schema", {"schema/engine.schema.json": '{"x-kb-dir": "engines",\n"type": "object"\n}\n'}, "KB210", 1,
+      path="schema/engine.schema.json", area="schema"),
+    E("a schema whose x-kb-dir climbs out (../..)", schema_with('"x-kb-dir": "engines"', '"x-kb-dir": "../.."'), "KB210", None,
+      path="schema/engine.schema.json", area="schema"),
+    E("a schema whose x-kb-dir is absolute", schema_with('"x-kb-dir": "engines"', '"x-kb-dir": "/tmp/x"'), "KB210", None,
+      path="schema/engine.schema.json", area="schema"),
+    E("a schema that is a directory", {"schema/gadget.schema.json/x": "{}"}, "KB210", 1, path="schema/gadget.schema.json", area="schema"),
     E("a schema that is not a valid JSON Schema", {"schema/engine.schema.json": '{"x-kb-dir": "engines",\n"type": "strin"\n}\n'},
       "KB210", 2, path="schema/engine.schema.json", area="schema"),
     # links
@@ -110,6 +144,18 @@ CASES: list[Case] = [
     E("a source nobody cites", {"records/sources/src-b.md": record("src-b", "source", "kind: docs\npublisher: P\n", "", cited=False)},
       "KB307", 2, path="records/sources/src-b.md", area="links"),
     E("a body with 100,000 links", record(body="[[src-a]] " * 100_000 + "\n"), "KB114", 11, area="links", seconds=10),
+    E("9,000 unclosed [[ in one long paragraph", record(body="[[src-a]] " + "[[a " * 9_000 + "word " * 30_000 + "\n"), None,
+      area="links", seconds=10, note="accepted in linear time: a [[ looks for its ]] on its own line only"),
+    E("9,000 unclosed {{ in one long paragraph", record(body="[[src-a]] " + "{{a " * 9_000 + "word " * 30_000 + "\n"), None,
+      area="links", seconds=10, note="accepted in linear time"),
+    E("9,000 unclosed [[ and 4.5 MB of prose", record(body="[[src-a]] " + "[[a " * 9_000 + "word " * 900_000 + "\n"), "KB115", 11,
+      area="links", seconds=10),
+    E("4.9 MB of '![a' (a slow path of the Markdown parser)", record(body="![a" * 1_630_000 + "\n"), "KB115", 11,
+      area="links", seconds=10),
+    E("the same dangling link twice on one line: each at its own column", record(body="[[src-a]] [[nope]] and [[nope]]\n"), "KB302", 11,
+      area="links", extra={"columns": [11, 24]}),
+    E("a dangling link inside a list item and a quote: at its column", record(body="[[src-a]]\n\n- item [[nope]]\n\n> quoted [[nope]]\n"),
+      "KB302", 13, area="links", extra={"columns": [8]}),
     E("a link inside a code span or block", record(body="[[src-a]] `[[nowhere]]`\n\n```\n[[nowhere]]\n```\n"), None, area="links",
       note="accepted: code is never a link"),
     # units and quantities
@@ -127,6 +173,18 @@ CASES: list[Case] = [
       path="records/accelerators/x.md", area="units"),
     E("a unit expression pint cannot parse", record("x", "accelerator", "vendor: V\ntdp: 4 )W(\n"), "KB401", 10,
       path="records/accelerators/x.md", area="units"),
+    E("a unit bomb in a quantity (GB/s^(9^9^9))", record("x", "accelerator", "vendor: V\nmemory_bandwidth: 4800 GB/s^(9^9^9)\n"),
+      "KB401", 10, path="records/accelerators/x.md", area="units", seconds=5),
+    E("a unit bomb in a cost input", flop("  c:\n    formula: n / bw\n    unit: s\n", "inputs:\n  n: 4 GB\n  bw: 2 GB/s^(9^9^9)\n"),
+      "KB401", 13, path="records/flops/x.md", area="units", seconds=5),
+    E("a unit bomb in a cost's unit", flop("  c:\n    formula: n / bw\n    unit: s^(9^9^9)\n"), "KB401", 17,
+      path="records/flops/x.md", area="units", seconds=5),
+    E("a unit bomb in a formula's quantity literal", flop("  c:\n    formula: \"n / '1 GB/s^(9^9^9)'\"\n    unit: s\n"), "KB401", 16,
+      path="records/flops/x.md", area="units", seconds=5),
+    E("a unit power out of range (s^99)", record("x", "accelerator", "vendor: V\ntdp: 4 W*s^99\n"), "KB401", 10,
+      path="records/accelerators/x.md", area="units"),
+    E("a long-form quantity with an unknown unit: reported at its value", record("x", "accelerator", "vendor: V\ntdp:\n  basis: measured\n  value: 700 Watts\n"),
+      "KB401", 12, path="records/accelerators/x.md", area="units"),
     # formulas and recomputation
     E("a stated figure 2x its recomputation", flop("  c:\n    formula: n / bw\n    unit: s\n    stated: 4 s\n"), "KB500", 18,
       path="records/flops/x.md", area="compute"),
@@ -150,6 +208,17 @@ CASES: list[Case] = [
     E("a result in the wrong unit", flop("  c:\n    formula: n / bw\n    unit: GB\n"), "KB504", 17, path="records/flops/x.md", area="compute"),
     E("a division by zero", flop("  c:\n    formula: n / bw\n    unit: s\n", "inputs:\n  n: 4 GB\n  bw: 0 GB/s\n"), "KB505", 16,
       path="records/flops/x.md", area="compute"),
+    E("a field read from a quantity input (n.value where n: 4 GB)", flop("  c:\n    formula: n.value / bw\n    unit: s\n    stated: 2 s\n"),
+      "KB502", 16, path="records/flops/x.md", area="compute"),
+    E("a formula nested 60 levels deep", flop("  c:\n    formula: " + "(" * 60 + "n" + ")" * 60 + " / bw\n    unit: s\n"), None,
+      path="records/flops/x.md", area="compute", note="accepted: parentheses alone add no level"),
+    E("a formula 100 operations deep", flop("  c:\n    formula: " + "n" + " + n" * 100 + "\n    unit: GB\n"), "KB501", 16,
+      path="records/flops/x.md", area="compute"),
+    E("a chain of 400 records, each cost reading the one before", chain(400), None, path="records/flops/c399.md", area="compute",
+      seconds=30, note="accepted, and the last figure is checked: no recursion limit"),
+    E("a chain of 400 records whose last stated figure is wrong", {**chain(400), "records/flops/c399.md": chain(400)["records/flops/c399.md"].replace(
+        "stated: 400 GB", "stated: 800 GB")}, "KB500", None, path="records/flops/c399.md", area="compute", seconds=30),
+    E("a cycle through 400 records", chain(400, cycle=True), "KB506", None, path="records/flops/c0.md", area="compute", seconds=30),
     E("two costs that depend on each other", flop("  a:\n    formula: b * 2\n    unit: GB\n  b:\n    formula: a / 2\n    unit: GB\n"),
       "KB506", None, path="records/flops/x.md", area="compute"),
     E("for_each over something that is not a list", flop("  c:\n    for_each: {t: n}\n    formula: n / bw\n    unit: s\n"), "KB508", 16,
@@ -176,6 +245,45 @@ SITE_CASES = [  # covered by tests/test_site_hostile.py in a real browser
 ]
 
 
+# Beyond kb check's input: where kb writes, concurrent writers, the cache. (area, input, what kb does, the test that shows it)
+OTHER_CASES = [
+    ("build", "`kb build --out` naming the repository, records/, schema/, site/, the theme, .git, an ancestor or /",
+     "refuses (exit 2), changes nothing; git status and history unchanged", "test_build_refuses_to_replace_the_repository_or_its_parts"),
+    ("build", "`--out` naming a symlink, a file, or a directory holding the user's files", "refuses (exit 2), changes nothing",
+     "test_build_refuses_a_symlink_a_file_and_a_directory_of_the_users"),
+    ("build", "a site kb built, to which the user then added a file", "replaced while it holds only what kb's manifest lists; refused once it holds more",
+     "test_a_site_kb_built_is_replaced_and_the_users_siblings_are_kept"),
+    ("build", "a sibling named like build debris (`.site.kb-staging-mine`)", "kept: only directories carrying kb's staging mark are removed",
+     "test_debris_of_a_killed_build_is_removed_but_only_kbs_own"),
+    ("build", "two builds into the same directory at once, 30 times", "they take turns under a lock; each publishes a whole site",
+     "test_thirty_pairs_of_concurrent_builds_each_publish_a_whole_site"),
+    ("build", "a schema whose x-kb-dir is ../.. or absolute", "KB210; no page is ever written outside the site", "test_out_of_tree_pages_are_never_written"),
+    ("build", "a record file named `x\"><meta http-equiv=refresh ...>.md` under --force", "no page, never a link target; nothing breaks out of an href",
+     "test_a_file_name_cannot_break_out_of_an_href"),
+    ("build", "`--out /`", "a usage error (exit 2), not an internal error", "test_out_slash_is_a_usage_error"),
+    ("export", "`kb export` onto a record, into schema/, or onto a user's JSON file", "refuses; replaces only its own earlier exports",
+     "test_export_never_overwrites_a_users_file_or_a_record"),
+    ("fmt", "a record saved while `kb fmt` works on it", "left as saved, with a message; 20 of 20 real races keep the save",
+     "test_fmt_never_loses_a_concurrent_save_in_twenty_trials"),
+    ("fmt", "a record with mode 0640 and another owner", "mode and owner kept", "test_fmt_keeps_mode_and_owner"),
+    ("fmt", "a directory named x.md, a symlink loop, a FIFO among the paths", "each its own error; the other files are formatted",
+     "test_fmt_goes_on_past_bad_paths"),
+    ("new", "`kb new --force` over a record saved meanwhile", "refuses, record kept", "test_new_force_skips_a_record_saved_meanwhile"),
+    ("cache", "a pickle planted as .kb-cache/check.pickle or check.sqlite", "never loaded; no code runs", "test_a_planted_pickle_is_never_loaded"),
+    ("cache", "a forged cache that hides an error, made with the right key but another secret", "ignored: the error is reported",
+     "test_a_forged_cache_cannot_hide_a_diagnostic"),
+    ("cache", "a FIFO as the cache file", "ignored, no hang", "test_a_fifo_as_the_cache_file_does_not_hang"),
+    ("cache", "a same-size edit with the mtime kept (touch -r, cp -p, tar -x)", "seen: ctime and inode are compared, as git does",
+     "test_a_same_size_edit_with_the_mtime_kept_is_seen"),
+    ("cache", "an edit saved while kb reads the file", "seen next run: the stat is taken before the read", "test_an_edit_during_the_read_is_seen_next_time"),
+    ("file", "an unreadable record directory and an unreadable schema", "KB112 and KB210, not silence or KB900",
+     "test_an_unreadable_record_directory_and_schema_are_reported"),
+    ("query", "a unit bomb in a `kb query` filter (GB/s^(9^9^9))", "refused at once (exit 2)", "test_a_unit_bomb_in_a_query_filter_is_refused_at_once"),
+    ("cache", "runs killed or repeated", "no temporaries pile up: SQLite writes in place", "test_the_cache_leaves_no_temporaries"),
+    ("report", "a file name with a space and a #", "SARIF URIs percent-encoded", "test_sarif_uris_are_percent_encoded"),
+]
+
+
 def render() -> str:
     lines = ["# Bad input: what kb does with it", "",
              "Records are edited by hand and arrive in pull requests from strangers. Every case below is a test:",
@@ -192,7 +300,12 @@ def render() -> str:
     start = len(CASES)
     for number, name in enumerate(SITE_CASES, start + 1):
         lines.append(f"| {number} | site | {name} | rendered as text, nothing runs | tests/test_site_hostile.py (Chromium) |")
-    lines += ["", f"Total: {len(CASES) + len(SITE_CASES)} cases ({len(CASES)} through `kb check`, {len(SITE_CASES)} on the site).", "",
+    start += len(SITE_CASES)
+    for number, (area, name, does, test) in enumerate(OTHER_CASES, start + 1):
+        lines.append(f"| {number} | {area} | {name} | {does} | tests/test_reliability.py::{test} |")
+    total = len(CASES) + len(SITE_CASES) + len(OTHER_CASES)
+    lines += ["", f"Total: {total} cases ({len(CASES)} through `kb check`, {len(SITE_CASES)} on the site, "
+              f"{len(OTHER_CASES)} on what kb writes and caches).", "",
               "Also: the formula sandbox catalogue (tests/test_formula.py, 41 escape attempts plus bounded powers), and",
               "Hypothesis fuzzing of the loader, the formula parser and evaluator, the link finder and quantity",
               "parsing (tests/test_fuzz.py; `KB_FUZZ_EXAMPLES=20000` for a long local run)."]

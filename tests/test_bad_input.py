@@ -17,6 +17,9 @@ def test_bad_input(kb, case):
         if isinstance(content, str) and content.startswith("SYMLINK:"):
             (kb.root / rel).parent.mkdir(parents=True, exist_ok=True)
             os.symlink(content.removeprefix("SYMLINK:"), kb.root / rel)
+        elif content == "FIFO:":
+            (kb.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.mkfifo(kb.root / rel)
         else:
             kb.write(rel, content if isinstance(content, bytes) else content.encode("utf-8"))
     start = time.monotonic()
@@ -32,7 +35,16 @@ def test_bad_input(kb, case):
     prefix = f"{case.path}:{case.line}:" if case.line else f"{case.path}:"
     found = [l for l in result.lines if l.startswith(prefix) and f" {case.code} " in l]
     assert found, f"expected {case.code} at {prefix}\n{result.out}"
+    if "columns" in case.extra:
+        assert [int(l[len(prefix):].split(":")[0]) for l in found] == case.extra["columns"], found
     assert result.exit_code == (0 if case.code in ("KB305", "KB306", "KB307", "KB511") else 1)
+
+
+def test_every_other_case_names_a_test_that_exists():
+    from catalogue import OTHER_CASES
+    import test_reliability
+    for _, name, _, test in OTHER_CASES:
+        assert callable(getattr(test_reliability, test, None)), (name, test)
 
 
 def test_catalogue_document_is_current():

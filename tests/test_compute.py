@@ -58,6 +58,15 @@ def line_of(path, text):
     return next(i for i, l in enumerate(path.read_text().splitlines(), 1) if text in l)
 
 
+def value_at(path, key):
+    """'line:col' of the value written after `key:` (where kb points a unit or number error)."""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.lstrip().startswith(f"{key}:"):
+            after = line.index(f"{key}:") + len(key) + 1
+            return f"{number}:{after + len(line[after:]) - len(line[after:].lstrip()) + 1}"
+    raise AssertionError(key)
+
+
 def test_costs_check_clean_and_table_rows(kb):
     base(kb)
     flop(kb, HIT_BYTES + """
@@ -144,7 +153,7 @@ def test_bandwidth_written_without_per_second(kb):
     kb.record("flops", "f", "flop", "class: kv_transfer\nbound_by: memory\naffected_by_hardware: [gpu-b]\n")
     result = kb.check()
     assert result.exit_code == 1
-    assert result.find("KB402") == [f"records/accelerators/gpu-b.md:{line_of(path, 'memory_bandwidth')}:1: error KB402 "
+    assert result.find("KB402") == [f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB402 "
                                     "memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"]
 
 
@@ -158,10 +167,22 @@ def test_unit_errors_at_their_lines(kb):
         l2_cache: {value: 50 MB, basis: measured}
     """)
     result = kb.check()
-    assert f"records/accelerators/gpu-b.md:{line_of(path, 'memory_capacity')}:1: error KB400 memory_capacity: 'lots' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'" in result.lines
-    assert result.find("KB401")[0].startswith(f"records/accelerators/gpu-b.md:{line_of(path, 'memory_bandwidth')}:1: error KB401 memory_bandwidth: unknown unit 'TBps'")
-    assert result.find("KB403")[0].startswith(f"records/accelerators/gpu-b.md:{line_of(path, 'tdp')}:1: error KB403")
+    assert f"records/accelerators/gpu-b.md:{value_at(path, 'memory_capacity')}: error KB400 memory_capacity: 'lots' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'" in result.lines
+    assert result.find("KB401")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB401 memory_bandwidth: unknown unit 'TBps'")
+    assert result.find("KB403")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'tdp')}: error KB403")
     assert not [l for l in result.lines if "l2_cache" in l]
+
+
+def test_long_form_quantity_error_points_at_its_value(kb):
+    kb.source()
+    path = kb.record("accelerators", "gpu-b", "accelerator", """
+        vendor: V
+        memory_bandwidth:
+          basis: vendor-spec
+          value: 4.8 TBps
+    """)
+    result = kb.check()
+    assert result.find("KB401")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'value')}: error KB401"), result.out
 
 
 def test_information_is_a_real_dimension(kb):
