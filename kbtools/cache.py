@@ -31,6 +31,7 @@ import stat as stat_module
 import sys
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 from . import __version__
@@ -97,81 +98,161 @@ def user_secret() -> bytes | None:
 
 
 # ---------------------------------------------------------------- the codec: kb's own types <-> JSON
+# json's C encoder and decoder do the walking; kb's types are tagged one-key objects ({"$d": [...]}),
+# made by _default and turned back into kb's types by revive() when first used. revive() walks kb's own
+# structure only, never into a tag's body, so nothing a record's frontmatter says can be taken for a tag.
+# Tuples come back as lists.
 
-def _encode(value: Any) -> Any:
-    from .links import Reference
-    from .model import Record
-    from .wikilinks import BodyScan, InlineSpan, WikiLink
+_TYPES: dict[str, Any] = {}
 
+
+def _types() -> dict[str, Any]:
+    if not _TYPES:  # imported on first use: these modules import this one
+        from .links import Reference
+        from .model import Record
+        from .wikilinks import BodyScan, InlineSpan, WikiLink
+        _TYPES.update(Reference=Reference, Record=Record, BodyScan=BodyScan, InlineSpan=InlineSpan, WikiLink=WikiLink)
+    return _TYPES
+
+
+def _default(value: Any) -> Any:
+    t = _types()
     if isinstance(value, Diagnostic):
         return {"$d": [value.code, value.severity.value, value.path, value.line, value.column, value.message, value.hint]}
-    if isinstance(value, Record):
-        return {"$r": [value.path, value.dir, value.stem, value.data, [[list(k), *v] for k, v in value.positions.items()],
-                       [[list(k), *v] for k, v in value.value_positions.items()],
+    if isinstance(value, t["Record"]):
+        return {"$r": [value.path, value.dir, value.stem, value.data,
+                       Positions.pack(value.positions), Positions.pack(value.value_positions),
                        value.body, value.body_line, value.type, value.digest]}
-    if isinstance(value, Reference):
+    if isinstance(value, t["Reference"]):
         return {"$ref": [list(value.path), value.value, list(value.types)]}
-    if isinstance(value, BodyScan):
+    if isinstance(value, t["BodyScan"]):
         return {"$scan": [[[l.target, l.anchor, l.label, l.line, l.column] for l in value.links],
                           [[v.content, v.line, v.column] for v in value.values], value.skipped]}
-    if isinstance(value, (WikiLink, InlineSpan)):
-        raise TypeError("cached only inside a BodyScan")
-    if isinstance(value, tuple):
-        return {"$t": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        if any(not isinstance(k, str) or k.startswith("$") for k in value):
-            return {"$map": [[_encode(k), _encode(v)] for k, v in value.items()]}
-        return {k: _encode(v) for k, v in value.items()}
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
     raise TypeError(f"kb does not cache a {type(value).__name__}")
 
 
-def _decode(value: Any) -> Any:
-    from .links import Reference
-    from .model import Record
-    from .wikilinks import BodyScan, InlineSpan, WikiLink
+_ARITY = {"$d": 7, "$r": 10, "$ref": 3, "$scan": 3}
 
+
+def _hook(obj: dict) -> Any:
+    if len(obj) != 1:
+        return obj
+    (tag, body), = obj.items()
+    if _ARITY.get(tag) != (len(body) if isinstance(body, list) else -1):
+        return obj  # an ordinary mapping that happens to have one key
+    t = _types()
+    if tag == "$d":
+        code, severity, path, line, column, message, hint = body
+        return Diagnostic.model_construct(code=code, severity=Severity(severity), path=path, line=line,
+                                          column=column, message=message, hint=hint)
+    if tag == "$r":
+        path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
+        return t["Record"](path=path, dir=directory, stem=stem, data=data,
+                           positions=Positions(positions), value_positions=Positions(value_positions),
+                           body=text, body_line=body_line, type=type_, digest=file_digest)
+    if tag == "$ref":
+        return t["Reference"](tuple(body[0]), body[1], tuple(body[2]))
+    links, values, skipped = body
+    return t["BodyScan"](tuple(t["WikiLink"](*l) for l in links), tuple(t["InlineSpan"](*v) for v in values),
+                         tuple(skipped) if skipped else None)
+
+
+class Positions(Mapping):
+    """A record's key or value positions as cached, made into a dict only when first asked for:
+    a warm run reads positions only of the records it reports on."""
+
+    __slots__ = ("_raw", "_map")
+
+    def __init__(self, raw: str):
+        self._raw, self._map = raw, None
+
+    @staticmethod
+    def pack(positions: Mapping) -> str:
+        """One JSON string, not a million small lists: the row decodes as fast as a string is copied."""
+        if isinstance(positions, Positions) and positions._raw is not None:
+            return positions._raw
+        return json.dumps([[list(k), *v] for k, v in positions.items()], separators=(",", ":"), ensure_ascii=False)
+
+    def _built(self) -> dict:
+        if self._map is None:
+            self._map = {tuple(p[0]): (p[1], p[2]) for p in json.loads(self._raw)}
+            self._raw = None
+        return self._map
+
+    def __getitem__(self, key):
+        return self._built()[key]
+
+    def __iter__(self):
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def get(self, key, default=None):
+        return self._built().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._built()
+
+
+def encode(value: Any) -> str:
+    return json.dumps(value, default=_default, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode(text: str) -> Any:
+    """JSON text -> plain data; kb's types inside are made by revive(), when a value is first used."""
+    return json.loads(text)
+
+
+def revive(value: Any) -> Any:
+    """Plain decoded data -> kb's types, for the tags _default wrote."""
     if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if len(value) == 1:
-        (tag, body), = value.items()
-        if tag == "$d":
-            code, severity, path, line, column, message, hint = body
-            return Diagnostic.model_construct(code=str(code), severity=Severity(severity), path=str(path), line=int(line),
-                                              column=int(column), message=str(message), hint=hint)
-        if tag == "$r":
-            path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
-            return Record(path=path, dir=directory, stem=stem, data=data,
-                          positions={tuple(p[0]): (p[1], p[2]) for p in positions},
-                          value_positions={tuple(p[0]): (p[1], p[2]) for p in value_positions},
-                          body=text, body_line=int(body_line), type=type_, digest=file_digest)
-        if tag == "$ref":
-            return Reference(tuple(body[0]), body[1], tuple(body[2]))
-        if tag == "$scan":
-            links, values, skipped = body
-            return BodyScan(tuple(WikiLink(*l) for l in links), tuple(InlineSpan(*v) for v in values), skipped)
-        if tag == "$t":
-            return tuple(_decode(v) for v in body)
-        if tag == "$map":
-            return {_decode(k): _decode(v) for k, v in body}
-    return {k: _decode(v) for k, v in value.items()}
+        return [revive(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in _ARITY:
+            return _hook(value)  # a tag's body holds no further tags
+        return {k: revive(v) for k, v in value.items()}
+    return value
 
 
 # ---------------------------------------------------------------- tables of entries, decoded on first use
 
-class Entry(dict):
-    """One cached entry; setting a key marks it to be written back."""
+def _same(value: Any) -> Any:
+    return value
 
-    def __init__(self, data: dict, table: "Table", name: str):
+
+# how each field of an entry is revived: plain fields stay as they are (edges are thousands of small lists)
+_REVIVERS = {"digest": _same, "stat": _same, "deps": _same, "resolved": _same,
+             "links": lambda v: {**v, "diagnostics": revive(v.get("diagnostics", []))} if isinstance(v, dict) else v}
+
+
+class Entry(dict):
+    """One cached entry; setting a key marks it to be written back. Each field is stored as its own JSON
+    text and decoded, into kb's types, only when first asked for: a warm run never touches most of them,
+    and a field never asked for is written back as the same text."""
+
+    def __init__(self, data: dict, table: "Table", name: str, stored: bool = False):
         super().__init__(data)
         self._table, self._name = table, name
+        self._pending = set(data) if stored else set()
+
+    def __getitem__(self, key: str) -> Any:
+        value = super().__getitem__(key)
+        if key in self._pending:
+            self._pending.discard(key)
+            value = _REVIVERS.get(key, revive)(decode(value))
+            super().__setitem__(key, value)
+        return value
+
+    def packed(self) -> dict[str, str]:
+        """Every field as JSON text (what a row's body holds)."""
+        return {key: value if key in self._pending else encode(value) for key, value in dict.items(self)}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._pending.discard(key)
         super().__setitem__(key, value)
         self._table.dirty.add(self._name)
 
@@ -196,7 +277,7 @@ class Table:
         if not isinstance(data, dict):
             self.deleted.add(key)  # forged, corrupt or foreign: dropped, and recomputed
             return default
-        entry = self.live[key] = Entry(data, self, key)
+        entry = self.live[key] = Entry(data, self, key, stored=True)
         return entry
 
     def __getitem__(self, key: str) -> Entry:
@@ -248,19 +329,25 @@ class Cache:
     # ------------------------------------------------------------ signing
     def _mac(self, table: str, name: str, body: str) -> str:
         assert self.secret is not None
+        # BLAKE2b in keyed mode is itself a MAC (RFC 7693), and faster than HMAC around it
         message = f"{table}\0{name}\0{self.key}\0".encode() + body.encode()
-        return hmac.new(self.secret, message, hashlib.blake2b).hexdigest()
+        return hashlib.blake2b(message, key=self.secret[:64], digest_size=32).hexdigest()
 
     def _verify(self, table: str, name: str, body: str, mac: str) -> Any:
         if not isinstance(body, str) or not isinstance(mac, str) or not hmac.compare_digest(self._mac(table, name, body), mac):
             return None
         try:
-            return _decode(json.loads(body))
+            data = decode(body)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
+        if table == "meta":
+            return revive(data)
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            return None
+        return data  # field -> JSON text, decoded by Entry on first use
 
     def _row(self, table: str, name: str, value: Any) -> tuple[str, str, str]:
-        body = json.dumps(_encode(value), separators=(",", ":"), ensure_ascii=False)
+        body = encode(value)
         return name, body, self._mac(table, name, body)
 
     # ------------------------------------------------------------ reading
@@ -288,7 +375,7 @@ class Cache:
                 if meta.get("key") != self.key:
                     return  # another kb, another schema, or not signed by this user: start afresh
                 self.written_ns = meta.get("written_ns") if isinstance(meta.get("written_ns"), int) else 0
-                self.compute_global = meta.get("compute_global") if isinstance(meta.get("compute_global"), list) else []
+                self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
                 for table in (self.files, self.compute):
                     table.raw = {name: (body, mac) for name, body, mac in
                                  connection.execute(f"SELECT name, body, mac FROM {table.name}")}
@@ -374,7 +461,7 @@ class Cache:
                         entry = table.get(name)
                         if entry is not None:
                             connection.execute(f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)",
-                                               self._row(table.name, name, dict(entry)))
+                                               self._row(table.name, name, entry.packed()))
                     connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
                 meta = {"key": self.key, "written_ns": time.time_ns(), "compute_global": list(self.compute_global)}
                 for name, value in meta.items():

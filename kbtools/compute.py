@@ -789,7 +789,7 @@ def dirty_records(corpus: Corpus, cache: Any, index: Index) -> set[str]:
             if dep not in records or records[dep].digest != dep_digest:
                 dirty.add(key)
         for query, was in entry["resolved"].items():
-            if resolution_key(*index.resolve(query)) != was:
+            if resolution_key(*index.resolve(query)) != (tuple(was) if isinstance(was, list) else was):
                 dirty.add(key)
     for key in cache.compute:
         if key not in records:  # deleted: whoever read it is dirty (found above by digest)

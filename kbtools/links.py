@@ -111,7 +111,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
         if cached and cached["index"] == fingerprint and all(
                 key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items()):
             found.extend(cached["diagnostics"])
-            edges.extend(cached["edges"])
+            edges.extend(map(tuple, cached["edges"]))  # JSON gives lists
             continue
         mine: list[Diagnostic] = []
         my_edges: list[tuple[str, str, str, int]] = []

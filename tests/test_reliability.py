@@ -198,18 +198,15 @@ def test_fmt_never_loses_a_concurrent_save_in_twenty_trials(kb):
     kb.source()
     filler = "".join(f"# comment line {i} to make the frontmatter large\n" for i in range(3000))
     path = kb.write("records/engines/x.md", FORMATTABLE.format(filler=filler), dedent=False)
-    kept = 0
-    for trial in range(20):
+    for trial in range(20):  # saves from before kb fmt reads the file to after it is done, through its work
         path.write_text(FORMATTABLE.format(filler=filler))
         proc = subprocess.Popen([KB_SCRIPT, "--root", str(kb.root), "fmt", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.05 * (trial % 10))
+        time.sleep(0.08 * trial)
         edited = FORMATTABLE.format(filler=filler).replace("name: N", f"name: Edited {trial}")
         path.write_text(edited)
         proc.wait(timeout=60)
         final = path.read_text()
         assert f"name: Edited {trial}" in final, trial  # the save survives, formatted or as written
-        kept += final == edited
-    assert kept >= 1  # some trials raced the rename (others formatted the saved text afterwards)
 
 
 def test_fmt_keeps_mode_and_owner(kb):
@@ -289,7 +286,7 @@ def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
 
 def _forge(cache_file: Path, secret_home: Path | None) -> None:
     """Rewrite every row of a cache so that it reports nothing, signed with the secret under secret_home."""
-    from kbtools.cache import Cache, _decode, _encode
+    from kbtools.cache import Cache, decode
     env_before = os.environ.get("XDG_CACHE_HOME")
     try:
         if secret_home is not None:
@@ -298,13 +295,13 @@ def _forge(cache_file: Path, secret_home: Path | None) -> None:
         db = sqlite3.connect(cache_file)
         for table in ("files", "compute"):
             for name, body in db.execute(f"SELECT name, body FROM {table}").fetchall():
-                data = _decode(json.loads(body))
+                data = {key: decode(text) for key, text in decode(body).items()}  # each field is its own JSON text
                 for key in ("load", "schema", "diagnostics"):
                     if key in data:
                         data[key] = []
                 if "links" in data:
                     data["links"]["diagnostics"] = []
-                _, body, mac = cache._row(table, name, data)
+                _, body, mac = cache._row(table, name, {key: json.dumps(value) for key, value in data.items()})
                 db.execute(f"UPDATE {table} SET body = ?, mac = ? WHERE name = ?", (body, mac, name))
         db.commit()
         db.close()
