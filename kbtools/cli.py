@@ -282,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args, settings)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `kb explain ... | head`: the reader has what it wanted
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
     except Exception as exc:  # the last line of defence: one diagnostic, never a traceback
         if os.environ.get("KB_DEBUG"):
             raise

@@ -509,6 +509,9 @@ class Computer:
             return _FAILED
         value = self.derived_value(record, where, name if row_key is None else f"{name}[{row_key}]",
                                    quantity.to(unit_q), formula, used, spec["unit"])
+        for bound in ("at_most", "at_least"):
+            if bound in spec:
+                self.check_bound(record, name, label, value, spec, bound)
         if "stated" in spec and row_key is None:
             try:
                 stated = parse_quantity_text(spec["stated"]["value"] if isinstance(spec["stated"], dict) else spec["stated"], spec["unit"])
@@ -576,7 +579,7 @@ class Computer:
             value = self.field(target, field_name)
             if value is None:
                 raise MissingName(var, f"param(): {target.key} has no {field_name}")
-            used[f"{var}.{field_name}"] = value
+            used[f"param({var}, '{parameter_id}')"] = value  # keyed as the call reads, so it is shown in its place
             return value.quantity
         return lookup
 
@@ -597,6 +600,24 @@ class Computer:
         self.report("KB500", record, path,
                     f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
                     f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)")
+
+    def check_bound(self, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:
+        """A cross-check: a computed figure against the bound the model sets for it (KB520). A contested
+        record keeps its disagreement on show (the site prints both figures) instead of failing the check."""
+        raw = spec[bound]["value"] if isinstance(spec[bound], dict) else spec[bound]
+        try:
+            limit = parse_quantity_text(raw, spec["unit"])
+            check_dimension(limit, spec["unit"])
+        except QuantityError as exc:
+            self.report_value(exc.code, record, ("costs", name, bound), f"costs.{name}.{bound}: {exc.message}")
+            return
+        figure = float(value.quantity.to(limit.units).magnitude)
+        broken = figure > float(limit.magnitude) if bound == "at_most" else figure < float(limit.magnitude)
+        if broken and record.data.get("status") != "contested":
+            relation = "exceeds" if bound == "at_most" else "falls below"
+            self.report("KB520", record, ("costs", name, bound),
+                        f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
+                        "disagree; keep both, mark the record contested and say why")
 
     def check_carried_by(self, record: Record) -> None:
         carried = record.data.get("carried_by")
@@ -664,11 +685,14 @@ class Computer:
                 value = self.inline_value(record, expression)
                 if value.quantity is None:
                     raise FormulaError("KB509", f"'{expression}' is a table; quote one row or min()/max()")
-                if unit:
-                    check_dimension(value.quantity, unit)
-                rendered = value.shown(unit)
+                if unit == VERDICT:
+                    rendered = verdict(value)
+                else:
+                    if unit:
+                        check_dimension(value.quantity, unit)
+                    rendered = value.shown(unit)
             except (FormulaError, QuantityError) as exc:
-                code = "KB509"
+                code = exc.code if exc.code == "KB512" else "KB509"
                 self.diagnostics.append(Diagnostic.make(code, record.path, line, found.column,
                                                         f"inline value {{{{ {found.content.strip()} }}}}: {exc.message}"))
             except (_Failed, _Cycle):
@@ -716,6 +740,19 @@ class Computer:
         return self.derived_value(record, (), expression, quantity, formula, used, None)
 
 
+VERDICT = "verdict"  # {{ a_over_b | verdict }}: a computed ratio of two times, quoted as faster / slower
+
+
+def verdict(value: Value) -> str:
+    """A ratio of two times in words, from the figure itself: prose never carries a hand-typed verdict."""
+    if not value.quantity.dimensionless:
+        raise FormulaError("KB512", f"{value.shown()} is {describe_dimension(value.quantity.dimensionality)}, not a ratio; "
+                                    "'| verdict' quotes a plain number such as time_a / time_b")
+    ratio = float(value.quantity.to("dimensionless").magnitude)
+    word = "as fast" if abs(ratio - 1) < 0.01 else "faster" if ratio < 1 else "slower"
+    return f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time)"
+
+
 def weakest_basis(inputs: tuple[tuple[str, Value], ...], default: str) -> str:
     """One level only: each derived input already carries its own weakest basis."""
     bases = [v.input_basis if v.computed else v.basis for _, v in inputs] or [default]
@@ -741,12 +778,7 @@ def substituted(value: Value, depth: int = 0) -> str:
     inputs = dict(value.inputs)
 
     def name_text(node: ast.AST) -> str | None:
-        key = ast.unparse(node)
-        found = inputs.get(key)
-        if found is None:
-            for candidate, v in inputs.items():  # param() inputs are keyed var.field
-                if candidate.startswith(key + "."):
-                    found = v
+        found = inputs.get(ast.unparse(node))
         if found is None:
             return None
         if (found.computed and found.formula is not None and found.rows is None and found.recomputed is None

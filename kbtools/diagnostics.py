@@ -57,6 +57,7 @@ CODES: dict[str, Code] = {
     "KB305": Code(W, "A [[dir/id#heading]] link names a heading the target does not have.", "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache"),
     "KB306": Code(W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"),
     "KB307": Code(W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"),
+    "KB308": Code(W, "A source has no url and does not say why (no_url).", "records/sources/x.md:2:5: warning KB308 a source needs a url, or no_url saying why it has none (a print-only document, say)"),
     # units and quantities
     "KB400": Code(E, "A quantity is not 'VALUE UNIT' (or a bare number for the field's canonical unit).", "records/accelerators/x.md:9:1: error KB400 memory_bandwidth: 'fast' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'"),
     "KB401": Code(E, "A unit is not known to the project's unit registry (kbtools/units.txt).", "records/accelerators/x.md:9:1: error KB401 memory_bandwidth: unknown unit 'TBps'"),
@@ -73,8 +74,10 @@ CODES: dict[str, Code] = {
     "KB507": Code(E, "A formula's numbers or exponent are out of bounds.", "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64"),
     "KB508": Code(E, "A for_each or table is used wrongly.", "records/flops/x.md:16:5: error KB508 costs.x.for_each: 'tiers' is not a list of record references"),
     "KB509": Code(E, "An inline {{ value }} in the body cannot be computed or has the wrong unit.", "records/flops/x.md:30:12: error KB509 inline value {{ hit_path_bytes | ms }}: 2.249 GB is information, expected time (like ms)"),
+    "KB512": Code(E, "An inline value's '| verdict' is not a ratio (a plain number).", "records/flops/x.md:30:12: error KB512 inline value {{ t | verdict }}: 44.97 ms is time, not a ratio"),
     "KB510": Code(E, "A hardware_parameter's carried_by names a type or field that does not carry it.", "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator"),
     "KB511": Code(W, "A hardware_parameters row names a record that has no value for that parameter.", "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth"),
+    "KB520": Code(E, "A measurement cross-check fails: a computed figure breaks the bound (at_most / at_least) the model sets for it.", "records/measurements/x.md:30:5: error KB520 costs.ceiling_fraction = 1.3 exceeds its bound 1: the measurement and the model disagree; keep both, mark the record contested and say why"),
     # history
     "KB600": Code(E, "Prose still quotes a figure that a change replaced in a field (kb check --since REV, and the pre-commit path).", "records/interconnects/pcie-6-x16.md:14:9: error KB600 quotes 128 GB/s, the old value of interconnects/pcie-6-x16.bandwidth_per_direction (now 242 GB/s, changed since HEAD at records/interconnects/pcie-6-x16.md:10:1); quote it as {{ interconnects/pcie-6-x16.bandwidth_per_direction }} instead"),
     # internal

@@ -275,5 +275,8 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
                 f"{render(node.right, name_text, mine, right=True)}")
         return f"({text})" if mine < parent or (right and mine == parent) else text
     if isinstance(node, ast.Call):
+        if node.func.id == "param":  # the value it read, when known, stands for the whole call
+            text = name_text(node)
+            return text if text is not None else ast.unparse(node)
         return f"{node.func.id}(" + ", ".join(render(a, name_text) for a in node.args) + ")"
     return ast.unparse(node)

@@ -35,6 +35,7 @@ def validate_schemas(corpus: Corpus) -> Corpus:
             errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
             for error in errors:
                 mine.extend(_diagnose(record, record_type, error))
+            mine.extend(requirements(record, record_type))
         except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
             mine = [internal_error(record.path, exc)]
         if entry is not None:
@@ -79,6 +80,19 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
     line, col = record.position(sub)
     label = ".".join(str(p) for p in sub)
     return [Diagnostic.make("KB200", record.path, line, col, f"{label}: {message}" if label else message)]
+
+
+def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
+    """The schema's `x-kb-require` rules: [{"any_of": [fields], "code": "KB...", "message": "..."}]. A record
+    lacking every field of a rule gets that rule's own code (for checks an audit wants counted apart)."""
+    out = []
+    for rule in record_type.schema.get("x-kb-require", []):
+        fields = rule.get("any_of", []) if isinstance(rule, dict) else []
+        if fields and not any(record.data.get(f) not in (None, "") for f in fields):
+            line, col = record.position(("id",))
+            out.append(Diagnostic.make(rule.get("code", "KB202"), record.path, line, col,
+                                       rule.get("message", f"needs one of: {', '.join(fields)}")))
+    return out
 
 
 def _declared(plan, path: FieldPath) -> set[str]:
