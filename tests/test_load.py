@@ -1,7 +1,7 @@
 """Loading records: every malformed file is one error at its file and line, exit 1, no traceback."""
 import pytest
 
-GOOD = "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nkind: docs\npublisher: P\n---\nBody\n"
+GOOD = "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nurl: https://example.org/a\nkind: docs\npublisher: P\n---\nBody\n"
 
 
 def only(result, code):

@@ -41,17 +41,17 @@ def test_add_a_derived_field(kb):
 def test_add_a_record_type(kb):
     copy_repo(kb)
     tutorial = (REPO / "docs/tutorial.md").read_text()
-    schema = re.search(r"write `schema/price.schema.json`:\n\n(.*?)\n\nthen", tutorial, re.S).group(1)
-    (kb.root / "schema/price.schema.json").write_text("\n".join(line[4:] for line in schema.splitlines()))
-    (kb.root / "records/prices").mkdir()
-    assert kb.run("new", "price", "--name", "H200 on-demand", "--source", "nvidia-h200-product-page").exit_code == 0
-    path = kb.root / "records/prices/h200-on-demand.md"
+    schema = re.search(r"write\n`schema/facility.schema.json`:\n\n(.*?)\n\nthen", tutorial, re.S).group(1)
+    (kb.root / "schema/facility.schema.json").write_text("\n".join(line[4:] for line in schema.splitlines()))
+    (kb.root / "records/facilities").mkdir()
+    assert kb.run("new", "facility", "--name", "Acme hall 1", "--source", "nvidia-h200-product-page").exit_code == 0
+    path = kb.root / "records/facilities/acme-hall-1.md"
     path.write_text(path.read_text().replace('accelerator: "TODO"  # fill in', "accelerator: nvidia-h200-sxm")
-                    .replace('per_gpu_hour: 0  # a quantity in USD/h', "per_gpu_hour: 3.5 USD/h"))
+                    .replace('power_capacity: 0  # a quantity in MW', "power_capacity: 12 MW"))
     result = kb.check()
     assert [l for l in result.lines if " error " in l] == [], result.out
-    rows = json.loads(kb.run("query", "per_gpu_hour<4 USD/h", "--format", "json").out)
-    assert [r["key"] for r in rows] == ["prices/h200-on-demand"]
-    wrong = kb.root / "records/prices/h200-on-demand.md"
-    wrong.write_text(wrong.read_text().replace("3.5 USD/h", "3.5 USD"))
+    rows = json.loads(kb.run("query", "power_capacity>10 MW", "--format", "json").out)
+    assert [r["key"] for r in rows] == ["facilities/acme-hall-1"]
+    wrong = kb.root / "records/facilities/acme-hall-1.md"
+    wrong.write_text(wrong.read_text().replace("12 MW", "12 MJ"))
     assert kb.check().find("KB402")

@@ -1,0 +1,201 @@
+"""The cost model: both recompute terms, per-node reads, computed verdicts, money in units that
+cannot drop the 3,600 between hours and seconds, and sources that say where they are."""
+from __future__ import annotations
+
+import textwrap
+
+from conftest import REPO
+from test_compute import base
+
+DEEPSEEK_SHAPE = """
+    architecture: moe
+    attention: mla
+    params_active: 37 Gparam
+    num_layers: 61
+    num_attention_heads: 128
+    kv_lora_rank: 512
+    qk_rope_head_dim: 64
+    qk_nope_head_dim: 128
+    v_head_dim: 128
+    kv_dtype_size: 2 B
+"""
+LLAMA_70B_SHAPE = """
+    architecture: dense
+    attention: gqa
+    params_active: 70.55 Gparam
+    num_layers: 80
+    num_attention_heads: 64
+    num_kv_heads: 8
+    head_dim: 128
+    kv_dtype_size: 2 B
+"""
+
+
+def explain(kb, target: str) -> str:
+    result = kb.run("explain", target)
+    assert result.exit_code == 0, result.err
+    return result.out
+
+
+def test_causal_attention_flops_for_mla_and_gqa(kb):
+    kb.source()
+    kb.record("models", "mla", "model", DEEPSEEK_SHAPE, body="[[gqa]]\n")
+    kb.record("models", "gqa", "model", LLAMA_70B_SHAPE, body="[[mla]]\n")
+    assert kb.check().exit_code == 0
+    # 61 layers x 128 heads x (128 + 64 + 128): d_qk = nope + rope differs from d_v
+    assert explain(kb, "models/mla.causal_attention_flops").startswith("models/mla.causal_attention_flops = 2,498,560 FLOP/token^2")
+    # 80 x 64 query heads x 2 x 128: the query heads count, not the 8 KV heads
+    assert explain(kb, "models/gqa.causal_attention_flops").startswith("models/gqa.causal_attention_flops = 1,310,720 FLOP/token^2")
+    assert "= 1" in explain(kb, "models/mla.kv_replicated_under_tp").splitlines()[0]
+    assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")
+
+
+def test_the_seed_prices_both_terms_and_the_attention_term_is_the_larger(kb):
+    """The review's E1: at 32,000 tokens DeepSeek-V3's attention term (2.56 PFLOP) exceeds the linear one."""
+    result = kb.run("--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention")
+    assert result.exit_code == 0, result.err
+    assert result.out.startswith("flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention = 2.559 PFLOP")
+    total = kb.run("--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference")
+    assert total.out.startswith("flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference = 311.2 ms")
+
+
+def test_a_verdict_is_worded_from_its_ratio(kb):
+    base(kb)
+    from test_compute import flop
+    flop(kb, """
+        costs:
+          a:
+            formula: "'2 s'"
+            unit: s
+          b:
+            formula: "'3 s'"
+            unit: s
+          a_over_b:
+            formula: a / b
+            unit: '1'
+    """, body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] A is {{ a_over_b | verdict }}; B is {{ b / a | verdict }}; bad {{ a | verdict }}\n")
+    result = kb.check()
+    assert result.find("KB512") and "is time, not a ratio" in result.find("KB512")[0], result.out
+    shutil_theme(kb)
+    assert kb.run("build", "--no-search", "--force").exit_code == 0
+    page = (kb.root / "site/_build/flops/hit.html").read_text()
+    assert "faster (0.667× the time)" in page and "slower (1.5× the time)" in page
+
+
+def shutil_theme(kb):
+    import shutil
+    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
+    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
+
+
+def test_a_source_without_a_url_says_why(kb):
+    kb.source()
+    kb.record("sources", "nowhere", "source", "kind: docs\npublisher: P\n")
+    kb.record("sources", "print-only", "source", "kind: paper\npublisher: P\nno_url: a conference handout, not published online\n")
+    kb.record("sources", "online", "source", "kind: docs\npublisher: P\nurl: https://example.org/doc\n")
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[nowhere]] [[print-only]] [[online]]\n")
+    result = kb.check()
+    assert [l.split(":")[0] for l in result.find("KB308")] == ["records/sources/nowhere.md"], result.out
+
+
+PRICE = """
+    item: accelerator-hour
+    accelerator: gpu-a
+    provider: P
+    commitment: on-demand
+    as_of: 2026-12-01
+    instance_price: 80 USD/h
+    accelerators_per_instance: 8
+"""
+
+
+def money(kb, cost: str, price: str = PRICE) -> None:
+    base(kb)
+    kb.record("prices", "gpu-a-hour", "price", price, body="[[gpu-a]]\n")
+    kb.record("measurements", "tput", "measurement", textwrap.dedent("""
+        metric: output tokens per second of the node
+        value: 8000 token/s
+        throughput_kind: output
+        measured_by: vendor
+        accelerator_count: 8
+        accelerators: [gpu-a]
+        inputs:
+          price: prices/gpu-a-hour
+        costs:
+    """).lstrip("\n") + textwrap.indent(textwrap.dedent(cost).lstrip("\n"), "  "),
+        body="[[gpu-a-hour]] [[hit]]\n")
+    from test_compute import flop
+    flop(kb, "costs:\n  x:\n    formula: model.kv_bytes_per_token\n    unit: B/token\n",
+         body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] [[tput]]\n")
+
+
+def test_usd_per_million_tokens_turns_hours_into_seconds(kb):
+    """$10/GPU-hour at 1,000 token/s per GPU is 10 / 3,600,000 per token: $2.778 per million."""
+    money(kb, """
+        usd_per_mtoken:
+          formula: price.per_accelerator_hour / throughput_per_accelerator
+          unit: USD/Mtoken
+          stated: 2.778 USD/Mtoken
+    """)
+    result = kb.check()
+    assert [l for l in result.lines if " error " in l] == [], result.out
+    assert explain(kb, "measurements/tput.usd_per_mtoken").startswith("measurements/tput.usd_per_mtoken = 2.778 USD/Mtoken")
+
+
+def test_the_3600x_formula_is_caught(kb):
+    """The knowledge base this format descends from computed USD/GPU-hour ÷ token/s × 10^6 and called it
+    USD per million tokens, never turning the hour into seconds: 3,600 times too much. Stated that way,
+    kb recomputes the figure with its units and reports the factor."""
+    money(kb, """
+        usd_per_mtoken:
+          formula: price.per_accelerator_hour / throughput_per_accelerator
+          unit: USD/Mtoken
+          stated: 10000 USD/Mtoken
+    """)
+    result = kb.check()
+    found = result.find("KB500")
+    assert found and "the stated figure is 3.6e+03× the recomputed one" in found[0], result.out
+
+
+def test_the_3600x_formula_written_without_units_is_a_dimension_error(kb):
+    """Written as the descended KB wrote it, with the hour dropped from the price, the result is not money
+    per token at all: kb says so (KB504) instead of printing a number."""
+    money(kb, """
+        usd_per_mtoken:
+          formula: price.per_accelerator_hour * '1 h' / throughput_per_accelerator * 1000000
+          unit: USD/Mtoken
+    """)
+    result = kb.check()
+    assert any("gives currency time" in l for l in result.find("KB504")), result.out
+
+
+def test_an_instance_price_and_its_per_accelerator_figure_are_checked(kb):
+    money(kb, "x:\n  formula: price.per_accelerator_hour\n  unit: USD/h\n", price=PRICE + "    per_accelerator_hour: 12 USD/h\n")
+    result = kb.check()
+    assert any("per_accelerator_hour: stated 12 USD/h but instance_price / accelerators_per_instance = 80 USD/h ÷ 8 = 10 USD/h" in l for l in result.find("KB500")), result.out
+
+
+def test_a_measurement_above_its_ceiling_is_kb520_unless_contested(kb):
+    cost = """
+        ceiling_fraction:
+          formula: throughput_per_accelerator / '500 token/s'
+          unit: '1'
+          at_most: 1
+    """
+    money(kb, cost)
+    result = kb.check()
+    found = result.find("KB520")
+    assert found and found[0].startswith("records/measurements/tput.md:") and "= 2 exceeds its bound 1" in found[0], result.out
+    path = kb.root / "records/measurements/tput.md"
+    path.write_text(path.read_text().replace("status: draft", "status: contested"))
+    assert not kb.check().find("KB520")
+
+
+def test_a_bound_below_is_kb520(kb):
+    money(kb, """
+        per_gpu:
+          formula: throughput_per_accelerator
+          unit: token/s
+          at_least: 2000 token/s
+    """)
+    assert "falls below its bound 2,000 token/s" in kb.check().find("KB520")[0]
