@@ -194,6 +194,10 @@ class SiteBuilder:
         }
         if value.computed and value.rows is None:
             view["why"] = self.why(page, value)
+        if value.alternatives:
+            view["alternatives"] = [{"text": a.shown(unit), "rank": a.rank, "basis": a.basis, "note": a.note,
+                                     "sources": [s for s in (self.source_link(page, s) for s in a.sources) if s]}
+                                    for a in value.alternatives]
         if value.recomputed is not None:
             view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}
         if value.rows is not None:

@@ -50,6 +50,8 @@ class Value:
     rows: tuple[tuple[str, "Value"], ...] | None = None
     vendor_claim: bool = False
     note: str | None = None
+    alternatives: tuple["Value", ...] = ()  # the other sourced values of a field written as competing values
+    rank: str | None = None
     weakest: str | None = None  # the weakest basis of everything it rests on, set when derived (a chain can be long)
 
     @property
@@ -104,6 +106,7 @@ class Computer:
     corpus: Corpus
     diagnostics: list[Diagnostic] = field(default_factory=list)
     written: dict[tuple[str, FieldPath], Written] = field(default_factory=dict)
+    competing: dict[tuple[str, FieldPath], list[Written]] = field(default_factory=dict)  # the non-preferred values
     memo: dict[tuple[str, str], Any] = field(default_factory=dict)
     active: list[tuple[str, str]] = field(default_factory=list)
 
@@ -144,12 +147,16 @@ class Computer:
         sources = record.data.get("sources")
         return tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else ()
 
-    def stated_value(self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None) -> Value:
+    def stated_value(self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None,
+                     alone: bool = False) -> Value:
         line, _ = record.position(path)
+        alternatives = () if alone else tuple(self.stated_value(record, path, name, other, unit, alone=True)
+                                              for other in self.competing.get((record.key, path), ()))
         return Value(written.quantity, record.key, name, record.path, line,
                      written.basis or self.default_basis(record), self.confidence(record),
                      (written.source,) if written.source else self.record_sources(record),
-                     unit=unit, vendor_claim=written.vendor_claim, note=written.note)
+                     unit=unit, vendor_claim=written.vendor_claim, note=written.note,
+                     alternatives=alternatives, rank=written.rank)
 
     def derived_value(self, record: Record, path: FieldPath, name: str, quantity: Any, formula: Formula,
                       inputs: dict[str, Value], unit: str | None) -> Value:
@@ -263,7 +270,9 @@ class Computer:
         if record_type is None:
             return
         for path, value, plan in walk_plan(record_type.plan, dict(record.data)):
-            if plan.quantity is not None and value is not None and not isinstance(value, (list,)):
+            if plan.quantity is not None and isinstance(value, list):
+                self.parse_competing(record, path, value, plan.quantity)
+            elif plan.quantity is not None and value is not None:
                 if isinstance(value, dict) and "value" not in value:
                     continue  # the schema reports the shape
                 try:
@@ -278,6 +287,43 @@ class Computer:
                         self.written[(record.key, path + (name,))] = parse_written(item, None if not isinstance(item, (int, float)) else "")
                     except QuantityError as exc:
                         self.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
+
+    def parse_competing(self, record: Record, path: FieldPath, items: list, canonical: str) -> None:
+        """A field written as several ranked, sourced values: the preferred one is computed with, the others
+        are kept beside it; values that disagree beyond the tolerance make the record contested (KB530)."""
+        parsed: list[Written] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or "value" not in item:
+                return  # the schema reports the shape
+            try:
+                parsed.append(parse_written(item, canonical))
+            except QuantityError as exc:
+                self.report_value(exc.code, record, path + (index,), f"{_dotted(path + (index,))}: {exc.message}")
+                return
+        preferred = [w for w in parsed if w.rank == "preferred"]
+        if len(preferred) != 1:
+            self.report("KB531", record, path, f"{_dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
+                                               "(the one kb computes with), the others normal or deprecated")
+            return
+        best = preferred[0]
+        self.written[(record.key, path)] = best
+        self.competing[(record.key, path)] = [w for w in parsed if w is not best]
+        tolerance = self.field_tolerance(record, path)
+        base = float(best.quantity.magnitude)
+        for index, other in enumerate(parsed):
+            if other is best or other.rank == "deprecated":
+                continue
+            figure = float(other.quantity.to(best.quantity.units).magnitude)
+            reference = max(abs(base), abs(figure))
+            if reference and abs(base - figure) / reference > tolerance and record.data.get("status") != "contested":
+                self.report("KB530", record, path + (index,),
+                            f"{_dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
+                            f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
+                            "contested and say which is right and why, or rank the wrong one deprecated")
+
+    def field_tolerance(self, record: Record, path: FieldPath) -> float:
+        spec = self.derivation(record, path[0]) if len(path) == 1 and isinstance(path[0], str) else None
+        return float(spec.get("tolerance", DEFAULT_TOLERANCE)) if spec else DEFAULT_TOLERANCE
 
     # ------------------------------------------------------------ fields and derivations
     def memoised(self, record: Record, name: str, compute) -> Any:

@@ -1,6 +1,7 @@
 """`kb explain`: how a value was obtained, from which records and sources, recursively."""
 from __future__ import annotations
 
+from .units import format_quantity
 from .compute import Value, substituted
 from .model import Corpus
 
@@ -69,6 +70,14 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
                  f"sources: {_sources(value)}")
     if value.note:
         lines.append(f"{indent}note: {value.note}")
+    if value.alternatives:
+        figures = [value.quantity] + [a.quantity for a in value.alternatives if a.rank != "deprecated"]
+        low, high = min(figures), max(figures)
+        lines.append(f"{indent}rank preferred (kb computes with it); range over the normal values: "
+                     f"{format_quantity(low, value.unit)} to {format_quantity(high, value.unit)}")
+        for other in value.alternatives:
+            lines.append(f"{indent}also, ranked {other.rank}: {other.shown(value.unit)} (basis {other.basis}; source {_sources(other)})"
+                         + (f"; note: {other.note}" if other.note else ""))
     if checked is not None and depth < MAX_DEPTH:
         lines.append(f"{indent}recomputed as {checked.shown()}:")
         lines.extend(_explain(corpus, checked, indent + "  ", depth + 1))

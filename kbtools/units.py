@@ -44,6 +44,7 @@ class Written:
     source: str | None = None
     note: str | None = None
     vendor_claim: bool = False
+    rank: str | None = None  # preferred | normal | deprecated, for one of several competing values
 
 
 MAX_UNIT_TEXT = 100
@@ -151,7 +152,7 @@ def parse_written(value: Any, canonical: str | None) -> Written:
     """A field's value (short or long form) -> Written; checks the dimension against `canonical`."""
     if isinstance(value, dict):
         written = Written(parse_quantity_text(value.get("value"), canonical), value.get("basis"), value.get("source"),
-                          value.get("note"), bool(value.get("vendor_claim", False)))
+                          value.get("note"), bool(value.get("vendor_claim", False)), value.get("rank"))
     else:
         written = Written(parse_quantity_text(value, canonical))
     if canonical not in (None, "*"):

@@ -199,3 +199,60 @@ def test_a_bound_below_is_kb520(kb):
           at_least: 2000 token/s
     """)
     assert "falls below its bound 2,000 token/s" in kb.check().find("KB520")[0]
+
+
+COMPETING = """
+    vendor: V
+    peak_fp8_dense: 4500 TFLOP/s
+    memory_bandwidth:
+      - value: 8 TB/s
+        rank: preferred
+        basis: vendor-spec
+        source: src-a
+      - value: {other}
+        rank: {rank}
+        basis: secondary
+        source: src-b
+        note: a driver query's figure
+"""
+
+
+def competing(kb, other="7.7 TB/s", rank="normal", status="draft"):
+    kb.source()
+    kb.source("src-b")
+    path = kb.record("accelerators", "gpu-c", "accelerator", COMPETING.format(other=other, rank=rank), body="[[src-b]]\n")
+    path.write_text(path.read_text().replace("status: draft", f"status: {status}"))
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[gpu-c]]\n")
+    return path
+
+
+def test_competing_values_that_disagree_make_the_record_contested(kb):
+    path = competing(kb)
+    result = kb.check()
+    found = result.find("KB530")
+    assert found and "7.7 TB/s (src-b) disagrees with the preferred 8 TB/s (src-a)" in found[0], result.out
+    assert found[0].startswith(f"records/accelerators/gpu-c.md:{path.read_text().splitlines().index('  - value: 7.7 TB/s') + 1}:")
+    path.write_text(path.read_text().replace("status: draft", "status: contested"))
+    assert not kb.check().find("KB530")
+    text = explain(kb, "accelerators/gpu-c.memory_bandwidth")
+    assert "range over the normal values: 7,700 GB/s to 8,000 GB/s" in text and "also, ranked normal: 7,700 GB/s" in text
+    # derived figures use the preferred value
+    assert explain(kb, "accelerators/gpu-c.ridge_point_fp8").startswith("accelerators/gpu-c.ridge_point_fp8 = 562.5 FLOP/B")
+
+
+def test_a_deprecated_value_is_kept_but_does_not_contest(kb):
+    competing(kb, other="4 TB/s", rank="deprecated")
+    assert not kb.check().find("KB530")
+
+
+def test_competing_values_need_exactly_one_preferred(kb):
+    competing(kb, rank="preferred")
+    assert "2 values are ranked preferred" in kb.check().find("KB531")[0]
+
+
+def test_the_site_shows_every_competing_value(kb):
+    competing(kb, status="contested")
+    shutil_theme(kb)
+    assert kb.run("build", "--no-search").exit_code == 0
+    page = (kb.root / "site/_build/accelerators/gpu-c.html").read_text()
+    assert 'class="alternatives"' in page and "7,700 GB/s" in page and "a driver query&#39;s figure" in page
