@@ -25,7 +25,7 @@ from .units import (QuantityError, Written, check_dimension, describe_dimension,
                     parse_unit, parse_written, registry)
 from .wikilinks import find_inline_values
 
-_ROW = re.compile(r"^([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
+_ROW = re.compile(r"^(?:([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.)?([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
 _QUALIFIED_FIELD = re.compile(r"\b([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.([a-z_][a-z0-9_]*)")
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 DEFAULT_TOLERANCE = 0.01
@@ -748,12 +748,17 @@ class Computer:
 
     def inline_value(self, record: Record, expression: str) -> Value:
         row = _ROW.match(expression)
-        if row:  # one row of a table: cost[dir/id]
-            table = self.field_or_cost(record, row.group(1))
-            target, _ = self.resolve(row.group(2))
+        if row:  # one row of a table: cost[dir/id], or another record's: dir/id.cost[dir/id]
+            owner = record
+            if row.group(1):
+                owner, _ = self.resolve(row.group(1))
+                if owner is None:
+                    raise FormulaError("KB509", f"no record '{row.group(1)}'")
+            table = self.field_or_cost(owner, row.group(2))
+            target, _ = self.resolve(row.group(3))
             rows = dict(table.rows or ()) if table is not None else {}
             if target is None or target.key not in rows:
-                raise FormulaError("KB509", f"'{row.group(1)}' has no row for '{row.group(2)}'"
+                raise FormulaError("KB509", f"'{row.group(2)}' has no row for '{row.group(3)}'"
                                             + (f" (rows: {', '.join(rows)})" if rows else ""))
             return rows[target.key]
         qualified = _QUALIFIED_FIELD.fullmatch(expression)

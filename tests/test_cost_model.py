@@ -256,3 +256,24 @@ def test_the_site_shows_every_competing_value(kb):
     assert kb.run("build", "--no-search").exit_code == 0
     page = (kb.root / "site/_build/accelerators/gpu-c.html").read_text()
     assert 'class="alternatives"' in page and "7,700 GB/s" in page and "a driver query&#39;s figure" in page
+
+
+def test_prose_quotes_a_row_of_another_records_table(kb):
+    """{{ dir/id.cost[dir/id] }}: a figure computed in one record's table, quoted in another's prose."""
+    base(kb)
+    from test_compute import flop
+    flop(kb, """
+        costs:
+          t:
+            for_each: {tier: tiers}
+            formula: "'1 GB' / param(tier, 'transfer-bandwidth')"
+            unit: ms
+    """)
+    kb.record("engines", "e", "engine", "kind: serving-engine\n",
+              body="[[src-a]] [[hit]] reads in {{ flops/hit.t[storage-tiers/s3-a] | s }}; bad {{ flops/hit.t[storage-tiers/nope] }}\n")
+    result = kb.check()
+    bad = result.find("KB509")
+    assert len(bad) == 1 and "'t' has no row for 'storage-tiers/nope'" in bad[0], result.out
+    shutil_theme(kb)
+    assert kb.run("build", "--no-search", "--force").exit_code == 0
+    assert "11.11 s" in (kb.root / "site/_build/engines/e.html").read_text()
