@@ -16,7 +16,7 @@ from typing import Any
 
 from .links import Index
 from .model import Corpus, Record
-from .units import NUMBER, QuantityError, format_quantity, parse_quantity_text
+from .units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 
 FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
 ENVELOPE = {"id", "type", "name", "status", "confidence", "updated", "sources", "basis"}
@@ -59,6 +59,10 @@ def _value(corpus: Corpus, record: Record, field: str) -> Any:
     computed = corpus.computed.get(record.key, {})
     value = computed.get("fields", {}).get(field) or computed.get("costs", {}).get(field)
     if value is not None and value.quantity is not None:
+        record_type = corpus.registry.types.get(record.type)
+        plan = record_type.plan.properties.get(field) if record_type else None
+        if plan is not None and plan.quantity not in (None, "*"):
+            return value.quantity.to(parse_unit(plan.quantity))  # one unit per column, whatever each record wrote
         return value.quantity
     return record.data.get(field)
 
