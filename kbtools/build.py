@@ -476,11 +476,10 @@ def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str
     """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
     OutputError when `out` is a place kb must not replace (see publish.check_output)."""
     root = corpus.settings.root
-    check_output(out, root)
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
-        check_output(out, root)  # again: another build may have run while this one waited
+        check_output(out, root)  # under the lock: another build may have changed `out` while this one waited
         remove_debris(resolved)
         staging = new_staging(resolved)
         try:

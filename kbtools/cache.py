@@ -307,9 +307,6 @@ class Table:
     def __len__(self) -> int:
         return len(self.live) + len(self.raw)
 
-    def keys(self) -> list[str]:
-        return list(self)
-
 
 class Cache:
     def __init__(self, root: Path, schema_dir: Path, enabled: bool = True):

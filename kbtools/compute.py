@@ -311,11 +311,9 @@ class Computer:
         tolerance = self.field_tolerance(record, path)
         base = float(best.quantity.magnitude)
         for index, other in enumerate(parsed):
-            if other is best or other.rank == "deprecated":
+            if other is best or other.rank == "deprecated" or contested(record):
                 continue
-            figure = float(other.quantity.to(best.quantity.units).magnitude)
-            reference = max(abs(base), abs(figure))
-            if reference and abs(base - figure) / reference > tolerance and record.data.get("status") != "contested":
+            if differs(base, float(other.quantity.to(best.quantity.units).magnitude), tolerance):
                 self.report("KB530", record, path + (index,),
                             f"{_dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
                             f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
@@ -633,10 +631,7 @@ class Computer:
     def compare(self, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float) -> None:
         recomputed = computed.quantity.to(stated.units)
         stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
-        if stated_m == computed_m:
-            return
-        reference = max(abs(stated_m), abs(computed_m))
-        if reference and abs(stated_m - computed_m) / reference <= tolerance:
+        if not differs(stated_m, computed_m, tolerance):
             return
         ratio = stated_m / computed_m if computed_m else float("inf")
         if ratio and abs(ratio) >= 1:
@@ -659,7 +654,7 @@ class Computer:
             return
         figure = float(value.quantity.to(limit.units).magnitude)
         broken = figure > float(limit.magnitude) if bound == "at_most" else figure < float(limit.magnitude)
-        if broken and record.data.get("status") != "contested":
+        if broken and not contested(record):
             relation = "exceeds" if bound == "at_most" else "falls below"
             self.report("KB520", record, ("costs", name, bound),
                         f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
@@ -789,6 +784,17 @@ class Computer:
         if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
             return next(iter(used.values()))
         return self.derived_value(record, (), expression, quantity, formula, used, None)
+
+
+def differs(a: float, b: float, tolerance: float) -> bool:
+    """Two figures further apart than `tolerance`, relative to the larger: the one test for KB500 and KB530."""
+    reference = max(abs(a), abs(b))
+    return a != b and bool(reference) and abs(a - b) / reference > tolerance
+
+
+def contested(record: Record) -> bool:
+    """A contested record shows its disagreements on its page instead of failing the check (KB520, KB530)."""
+    return record.data.get("status") == "contested"
 
 
 VERDICT = "verdict"  # {{ a_over_b | verdict }}: a computed ratio of two times, quoted as faster / slower

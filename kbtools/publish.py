@@ -114,8 +114,7 @@ def walk_files(directory: Path) -> list[str]:
 
 
 def write_manifest(directory: Path) -> None:
-    files = sorted(walk_files(directory) + [SITE_MANIFEST])
-    files = [f for f in files if f != STAGING_MARK]
+    files = sorted(walk_files(directory) + [SITE_MANIFEST])  # swap_in has removed the staging mark
     (directory / SITE_MANIFEST).write_text(json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8")
 
 

@@ -31,6 +31,7 @@ class Filter:
     field: str
     op: str
     value: str
+    quantity: Any = None  # the value read as 'VALUE UNIT' once, when it is one
 
 
 def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
@@ -45,13 +46,13 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
         if match["field"] not in known:
             raise QueryError(f"unknown field '{match['field']}' in '{text}'")
         value = match["value"].strip()
-        number = NUMBER.match(value)
+        number, quantity = NUMBER.match(value), None
         if number and number.group(2):  # 'VALUE UNIT': read it now, so a bad unit is an error even if no record has the field
             try:
-                parse_quantity_text(value, None)
+                quantity = parse_quantity_text(value, None)
             except QuantityError as exc:
                 raise QueryError(f"{text}: {exc.message}") from None
-        filters.append(Filter(match["field"], match["op"], value))
+        filters.append(Filter(match["field"], match["op"], value, quantity))
     return filters
 
 
@@ -76,7 +77,7 @@ def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
         return False
     if hasattr(actual, "magnitude"):  # a quantity: compare with units
         try:
-            wanted = parse_quantity_text(flt.value, None)
+            wanted = flt.quantity if flt.quantity is not None else parse_quantity_text(flt.value, None)
         except QuantityError as exc:
             raise QueryError(f"{flt.field}{flt.op}{flt.value}: {exc.message}") from None
         if not actual.is_compatible_with(wanted):

@@ -7,6 +7,7 @@ the parser, not a regular expression, decides what is prose. The same parser
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -167,7 +168,6 @@ def _column(offset: int, content: str, line_starts: list[int], lines: list[str],
     """The 1-based column in the source line of a construct at `offset` of an inline token's text.
     markdown-it strips each line's indentation and block markers (>, list bullets) from the inline text, so
     the line's own start is found once per line (never a search per link) and the offset counted from it."""
-    import bisect
     index = bisect.bisect_right(line_starts, offset) - 1
     start = line_starts[index]
     if index not in indents:
