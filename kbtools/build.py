@@ -32,7 +32,7 @@ from .progress import track
 from .publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
 from .load import ID_PATTERN
 from .registry import DIR_PATTERN
-from .units import registry
+from .units import format_quantity, registry
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
@@ -198,6 +198,9 @@ class SiteBuilder:
             view["alternatives"] = [{"text": a.shown(unit), "rank": a.rank, "basis": a.basis, "note": a.note,
                                      "sources": [s for s in (self.source_link(page, s) for s in a.sources) if s]}
                                     for a in value.alternatives]
+        if value.computed and value.variants:
+            view["range"] = {"text": value.spread_shown(unit),
+                             "over": [f"{label}: {format_quantity(q, unit or value.unit, 4)}" for label, q in value.variants]}
         if value.recomputed is not None:
             view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}
         if value.rows is not None:

@@ -53,6 +53,9 @@ class Value:
     alternatives: tuple["Value", ...] = ()  # the other sourced values of a field written as competing values
     rank: str | None = None
     weakest: str | None = None  # the weakest basis of everything it rests on, set when derived (a chain can be long)
+    # The figure again for each competing value it rests on, one swapped in at a time: (which value, figure).
+    # Built bottom-up as values are made, so a long chain costs no recursion; empty when nothing it reads competes.
+    variants: tuple[tuple[str, Any], ...] = ()
 
     @property
     def computed(self) -> bool:
@@ -64,6 +67,22 @@ class Value:
         if self.weakest is not None:
             return self.weakest
         return weakest_basis(self.inputs, self.basis)
+
+    @property
+    def spread(self) -> tuple[Any, Any] | None:
+        """The lowest and highest figure over the preferred value and its competing (non-deprecated) values."""
+        if not self.variants:
+            return None
+        figures = [self.quantity, *(q for _, q in self.variants)]
+        return min(figures), max(figures)
+
+    def spread_shown(self, unit: str | None = None) -> str | None:
+        """'low to high' over the competing values, or None when nothing this figure rests on competes."""
+        spread = self.spread
+        if spread is None:
+            return None
+        digits = 4 if self.computed else 6
+        return f"{format_quantity(spread[0], unit or self.unit, digits)} to {format_quantity(spread[1], unit or self.unit, digits)}"
 
     def shown(self, unit: str | None = None) -> str:
         """Computed figures to 4 significant digits; stated ones as precisely as a record writes them."""
@@ -152,11 +171,13 @@ class Computer:
         line, _ = record.position(path)
         alternatives = () if alone else tuple(self.stated_value(record, path, name, other, unit, alone=True)
                                               for other in self.competing.get((record.key, path), ()))
+        variants = tuple((f"{record.key}.{name} = {other.shown(unit)} ({', '.join(other.sources)})",
+                          other.quantity.to(written.quantity.units)) for other in alternatives if other.rank != "deprecated")
         return Value(written.quantity, record.key, name, record.path, line,
                      written.basis or self.default_basis(record), self.confidence(record),
                      (written.source,) if written.source else self.record_sources(record),
                      unit=unit, vendor_claim=written.vendor_claim, note=written.note,
-                     alternatives=alternatives, rank=written.rank)
+                     alternatives=alternatives, rank=written.rank, variants=variants)
 
     def derived_value(self, record: Record, path: FieldPath, name: str, quantity: Any, formula: Formula,
                       inputs: dict[str, Value], unit: str | None) -> Value:
@@ -167,7 +188,8 @@ class Computer:
         sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
         confidence = min((v.confidence for _, v in used), default=self.confidence(record))
         return Value(quantity, record.key, name, record.path, line, "derived", confidence, sources,
-                     unit=unit, formula=formula, inputs=used, weakest=weakest_basis(used, "derived"))
+                     unit=unit, formula=formula, inputs=used, weakest=weakest_basis(used, "derived"),
+                     variants=variants_of(formula, used, quantity.units))
 
     # ------------------------------------------------------------ stage entry
     def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -728,6 +750,8 @@ class Computer:
                     raise FormulaError("KB509", f"'{expression}' is a table; quote one row or min()/max()")
                 if unit == VERDICT:
                     rendered = verdict(value)
+                elif unit == RANGE:
+                    rendered = value.spread_shown() or value.shown()
                 else:
                     if unit:
                         check_dimension(value.quantity, unit)
@@ -798,6 +822,11 @@ def contested(record: Record) -> bool:
 
 
 VERDICT = "verdict"  # {{ a_over_b | verdict }}: a computed ratio of two times, quoted as faster / slower
+RANGE = "range"  # {{ x | range }}: 'low to high' over the competing values x rests on (x itself when none compete)
+
+
+def _verdict_word(ratio: float) -> str:
+    return "as fast" if abs(ratio - 1) < 0.01 else "faster" if ratio < 1 else "slower"
 
 
 def verdict(value: Value) -> str:
@@ -806,8 +835,45 @@ def verdict(value: Value) -> str:
         raise FormulaError("KB512", f"{value.shown()} is {describe_dimension(value.quantity.dimensionality)}, not a ratio; "
                                     "'| verdict' quotes a plain number such as time_a / time_b")
     ratio = float(value.quantity.to("dimensionless").magnitude)
-    word = "as fast" if abs(ratio - 1) < 0.01 else "faster" if ratio < 1 else "slower"
-    return f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time)"
+    word = _verdict_word(ratio)
+    shown = f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time"
+    flips = [label for label, q in value.variants if _verdict_word(float(q.to("dimensionless").magnitude)) != word]
+    if flips:  # a competing input value turns the verdict round: say so, never hide it behind the preferred one
+        low, high = value.spread
+        shown += (f"; {format_quantity(low.to('dimensionless'), None, 3)}× to {format_quantity(high.to('dimensionless'), None, 3)}× "
+                  f"over competing values, so the verdict turns on {', '.join(l.split(' = ')[0] for l in flips)}")
+    return shown + ")"
+
+
+def _labels(value: Value) -> list[str]:
+    if value.rows is not None:
+        return [label for _, row in value.rows for label, _ in row.variants]
+    return [label for label, _ in value.variants]
+
+
+def _under(value: Value, label: str) -> Any:
+    """A value's figure (or table) when the competing value `label` is taken instead of the preferred one."""
+    if value.rows is not None:
+        return Table({key: _under(row, label) for key, row in value.rows})
+    return dict(value.variants).get(label, value.quantity)
+
+
+def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: Any) -> tuple[tuple[str, Any], ...]:
+    """The formula evaluated again with each competing value among its inputs swapped in, one at a time.
+    The inputs are keyed as the formula reads them (a name, a.field, or the param() call)."""
+    labels = dict.fromkeys(label for _, value in used for label in _labels(value))
+    if not labels:
+        return ()
+    values = dict(used)
+    out = []
+    for label in labels:
+        try:
+            figure = evaluate(formula, lambda parts, label=label: _under(values[".".join(parts)], label),
+                              lambda var, pid, label=label: _under(values[f"param({var}, '{pid}')"], label))
+            out.append((label, figure.to(units)))
+        except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
+            continue  # this variant cannot be computed (say, a division by zero): the range leaves it out
+    return tuple(out)
 
 
 def weakest_basis(inputs: tuple[tuple[str, Value], ...], default: str) -> str:

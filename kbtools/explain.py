@@ -22,6 +22,8 @@ def explain_record(corpus: Corpus, key: str) -> list[str]:
             how = f"= {value.formula.text}" if value.computed else f"[{value.basis}]"
             if value.recomputed is not None:
                 how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"
+            if value.computed and value.variants:
+                how += f"; range over competing values {value.spread_shown()}"
             lines.append(f"  {name} = {value.shown()}  {how}")
     return lines
 
@@ -45,7 +47,8 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     if value.rows is not None:
         lines.append(f"{indent}for each row: {value.formula.text}  [{value.unit}]")
         for row_key, row in value.rows:
-            lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}")
+            spread = f"  (range over competing values {row.spread_shown()})" if row.variants else ""
+            lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}{spread}")
         return lines
     checked = value.recomputed
     if value.computed:
@@ -55,6 +58,10 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
         lines.append(f"{indent}basis: derived (weakest input basis: {value.input_basis}); confidence {value.confidence:g}; "
                      f"at {_where(corpus, value)}")
         lines.append(f"{indent}sources: {_sources(value)}")
+        if value.variants:
+            lines.append(f"{indent}range over the competing values it rests on: {value.spread_shown()}")
+            for label, figure in value.variants:
+                lines.append(f"{indent}  with {label}: {format_quantity(figure, value.unit, 4)}")
         stated = _stated(corpus, value) if top else None
         if stated:
             lines.append(f"{indent}stated: {stated} (checked against the recomputed figure)")

@@ -22,20 +22,47 @@ def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
     return plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
 
 
+def _spread(value, units) -> dict[str, Any] | None:
+    """The low and high figure over the competing values a value rests on, in the value's own unit."""
+    spread = value.spread
+    if spread is None:
+        return None
+    return {"low": float(spread[0].to(units).magnitude), "high": float(spread[1].to(units).magnitude),
+            "over": [label for label, _ in value.variants]}
+
+
 def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
     out = {}
     for group in ("fields", "costs"):
         for name, value in corpus.computed.get(key, {}).get(group, {}).items():
             if value.quantity is None:
-                out[name] = {"rows": {k: {"value": float(v.quantity.magnitude), "unit": f"{v.quantity.units:~P}"} for k, v in value.rows},
-                             "computed": True, "formula": value.formula.text if value.formula else None}
+                rows = {}
+                for k, v in value.rows:
+                    rows[k] = {"value": float(v.quantity.magnitude), "unit": f"{v.quantity.units:~P}"}
+                    if v.variants:
+                        rows[k]["range"] = _spread(v, v.quantity.units)
+                out[name] = {"rows": rows, "computed": True, "formula": value.formula.text if value.formula else None}
                 continue
             unit = _canonical(corpus, corpus.records[key].type, name) if group == "fields" else value.unit
             quantity = value.quantity.to(unit) if unit else value.quantity
             out[name] = {"value": float(quantity.magnitude), "unit": unit or f"{quantity.units:~P}", "basis": value.basis,
                          "computed": value.computed, "sources": list(value.sources),
                          "formula": value.formula.text if value.formula else None}
+            if value.variants:
+                out[name]["range"] = _spread(value, quantity.units)
     return out
+
+
+def _ranges(corpus: Corpus) -> list[tuple]:
+    """One row per figure that competing values make a range: (key, value, row, low, high, unit, over)."""
+    found = []
+    for key in sorted(corpus.records):
+        for name, view in record_values(corpus, key).items():
+            for row, item in (view["rows"].items() if "rows" in view else [(None, view)]):
+                if item.get("range"):
+                    r = item["range"]
+                    found.append((key, name, row, r["low"], r["high"], item["unit"], json.dumps(r["over"], ensure_ascii=False)))
+    return found
 
 
 def to_json(corpus: Corpus) -> dict[str, Any]:
@@ -89,6 +116,9 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                                [v if isinstance(v, (int, float, str)) or v is None else str(v) for v in row.values()])
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
+            # a figure resting on competing values is a range; the per-type tables hold the preferred figure
+            db.execute("CREATE TABLE ranges (key TEXT, value TEXT, row TEXT, low REAL, high REAL, unit TEXT, over TEXT)")
+            db.executemany("INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)", _ranges(corpus))
             db.execute("CREATE TABLE diagnostics (code TEXT, severity TEXT, path TEXT, line INTEGER, column INTEGER, message TEXT)")
             db.executemany("INSERT INTO diagnostics VALUES (?, ?, ?, ?, ?, ?)",
                            [(d.code, d.severity.value, d.path, d.line, d.column, d.message) for d in corpus.diagnostics])

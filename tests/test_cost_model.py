@@ -240,6 +240,48 @@ def test_competing_values_that_disagree_make_the_record_contested(kb):
     assert explain(kb, "accelerators/gpu-c.ridge_point_fp8").startswith("accelerators/gpu-c.ridge_point_fp8 = 562.5 FLOP/B")
 
 
+def test_figures_resting_on_competing_values_are_ranges(kb):
+    """A derived figure is computed with the preferred value and shown as a range over the others, in
+    explain, prose, the site and the export; a verdict that a competing value turns round says so."""
+    competing(kb, status="contested")
+    from test_compute import flop
+    flop(kb, """
+        costs:
+          read:
+            formula: "'1 GB' / acc.memory_bandwidth"
+            unit: ms
+          over_budget:
+            formula: "read / '0.127 ms'"
+            unit: '1'
+    """, inputs="""
+        inputs:
+          acc: accelerators/gpu-c
+    """, body="[[src-a]] [[gpu-c]] reads in {{ read }}, {{ read | range }}; it is {{ over_budget | verdict }}.\n")
+    result = kb.check()
+    assert result.exit_code == 0 and "0 errors" in result.out, result.out
+    text = explain(kb, "flops/hit.read")
+    assert "range over the competing values it rests on: 0.125 ms to 0.1299 ms" in text, text
+    assert "with accelerators/gpu-c.memory_bandwidth = 7,700 GB/s (src-b): 0.1299 ms" in text
+    shutil_theme(kb)
+    assert kb.run("build", "--no-search").exit_code == 0
+    page = (kb.root / "site/_build/flops/hit.html").read_text()
+    assert ">0.125 ms to 0.1299 ms<" in page  # {{ read | range }}
+    assert ">faster (0.984× the time; 0.984× to 1.02× over competing values, so the verdict turns on " \
+           "accelerators/gpu-c.memory_bandwidth)" in page
+    assert "range over competing values: <span class=\"figure\">0.125 ms to 0.1299 ms</span>" in page
+    out = kb.root / "kb.json"
+    assert kb.run("export", "--json", str(out)).exit_code == 0
+    import json
+    record = next(r for r in json.loads(out.read_text())["records"] if r["key"] == "flops/hit")
+    assert record["values"]["read"]["range"]["low"] == 0.125
+    assert round(record["values"]["read"]["range"]["high"], 5) == round(1 / 7.7, 5)
+    db_path = kb.root / "kb.sqlite"
+    assert kb.run("export", "--sqlite", str(db_path)).exit_code == 0
+    import sqlite3
+    rows = sqlite3.connect(db_path).execute("SELECT low, high, unit FROM ranges WHERE key = 'flops/hit' AND value = 'read'").fetchall()
+    assert [(low, round(high, 5), unit) for low, high, unit in rows] == [(0.125, round(1 / 7.7, 5), "ms")]
+
+
 def test_a_deprecated_value_is_kept_but_does_not_contest(kb):
     competing(kb, other="4 TB/s", rank="deprecated")
     assert not kb.check().find("KB530")
