@@ -64,7 +64,9 @@ def skeleton(record_type: RecordType, record_id: str, name: str, sources: list[s
 
 
 def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, sources: list[str],
-               record_id: str | None = None, force: bool = False) -> Path:
+               record_id: str | None = None, force: bool = False, from_config: Path | None = None) -> tuple[Path, Any]:
+    """Write a draft record; with from_config, its fields read from a config file (the type's schema says
+    it can: x-kb-from-config). Returns the path and what the reading left out (or None)."""
     record_type = registry.types.get(type_name)
     if record_type is None:
         raise AuthoringError(f"no record type '{type_name}' (known: {', '.join(sorted(registry.types))})")
@@ -75,9 +77,23 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
     if cited and not sources:
         raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
     path = root / "records" / record_type.dir / f"{record_id}.md"
-    text = skeleton(record_type, record_id, name, sources)
+    reading = None
+    if from_config is not None:
+        reader = record_type.schema.get("x-kb-from-config")
+        if not isinstance(reader, dict) or reader.get("format") != "huggingface":
+            readers = sorted(t.name for t in registry.types.values() if isinstance(t.schema.get("x-kb-from-config"), dict))
+            raise AuthoringError(f"a {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
+                                 f"(types that can: {', '.join(readers) or 'none'})")
+        from .hfconfig import ConfigError, load_config, read_config, record_text
+        try:
+            reading = read_config(load_config(from_config), from_config, dict(reader.get("fields", {})))
+        except ConfigError as exc:
+            raise AuthoringError(f"{exc}; nothing written") from None
+        text = record_text(record_type.name, record_id, name, sources, reading, dt.date.today().isoformat(), from_config.name)
+    else:
+        text = skeleton(record_type, record_id, name, sources)
     with writers_lock(root / "records"):
-        return _write_record(root, path, text, force)
+        return _write_record(root, path, text, force), reading
 
 
 def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:

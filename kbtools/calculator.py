@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .compute import matching
 from .formula import FormulaError, _literal_number, parse_formula
 from .links import Index
 from .model import Corpus
@@ -41,9 +42,13 @@ def tree(node: ast.AST) -> Any:
         if isinstance(node.op, ast.Pow):
             return {"pow": [tree(node.left), _literal_number(node.right)]}
         return {"op": _OPS[type(node.op)], "l": tree(node.left), "r": tree(node.right)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # record.function(args)
+        return {"fn": [node.func.value.id, node.func.attr], "args": [tree(a) for a in node.args]}
     if isinstance(node, ast.Call):
         if node.func.id == "param":
             return {"param": [node.args[0].id, node.args[1].value]}
+        if node.func.id == "default":
+            return {"default": [tree(node.args[0]), tree(node.args[1])]}
         return {"call": node.func.id, "args": [tree(a) for a in node.args]}
     raise FormulaError("KB501", f"cannot export {type(node).__name__}")
 
@@ -99,8 +104,16 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
                     refs[name] = resolved.key
             elif plan.items is not None and plan.items.ref_types and isinstance(raw, list):
                 refs[name] = [index.resolve(x)[0].key for x in raw if isinstance(x, str) and index.resolve(x)[0]]
+        functions = {}  # the type's functions, each resolved to the variant this record's fields select
+        for function, specs in (record_type.functions.items() if record_type else []):
+            spec = matching(target, specs)
+            try:
+                if spec is not None:
+                    functions[function] = {"params": list(spec.get("parameters", {})), "tree": tree(parse_formula(spec["formula"]).tree)}
+            except (FormulaError, QuantityError, KeyError, TypeError):
+                continue
         records[target_key] = exports[target_key] = {"label": str(target.data.get("name", target_key)), "type": target.type,
-                                                     "values": values, "refs": refs}
+                                                     "values": values, "refs": refs, "functions": functions}
 
     export_record(key)
     inputs = []

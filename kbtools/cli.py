@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)")
     new.add_argument("--id", help="the id, when the one made from the name will not do")
     new.add_argument("--force", action="store_true", help="replace an existing record (atomically); without it kb new never overwrites")
+    new.add_argument("--from-config", type=Path, metavar="PATH",
+                     help="read the fields from a Hugging Face config.json on disk (types whose schema declares x-kb-from-config)")
     new.set_defaults(handler=run_new)
 
     query = sub.add_parser("query", help="filter records by type, status, fields with units and links")
@@ -137,11 +139,17 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
             print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
             return EXIT_ERRORS
     try:
-        path = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id, force=args.force)
+        path, reading = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id,
+                                   force=args.force, from_config=args.from_config)
     except AuthoringError as exc:
         print(f"kb new: {exc}", file=sys.stderr)
         return EXIT_ERRORS
     print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
+    if reading is not None:
+        for item in reading.missing:
+            print(f"  not in the config: {item}")
+        if reading.unmapped:
+            print(f"  config keys kb does not map: {', '.join(reading.unmapped)}")
     return EXIT_OK
 
 

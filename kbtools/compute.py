@@ -398,7 +398,8 @@ class Computer:
             return stated
         inputs: dict[str, Value] = {}
         try:
-            quantity = evaluate(formula, self.derivation_lookup(record, inputs), self.param_lookup(record, {}, inputs))
+            quantity = evaluate(formula, self.derivation_lookup(record, inputs), self.param_lookup(record, {}, inputs),
+                                self.call_lookup(record, {}, inputs, own=True))
         except MissingName:
             return stated  # inputs absent: nothing to derive
         except _Failed:
@@ -422,12 +423,7 @@ class Computer:
         return Value(**{**stated.__dict__, "recomputed": derived})
 
     def derivation(self, record: Record, name: str) -> dict[str, Any] | None:
-        specs = self.types[record.type].derive.get(name)
-        for spec in specs if isinstance(specs, list) else [specs] if specs else []:
-            when = spec.get("when", {})
-            if all(record.data.get(k) in (v if isinstance(v, list) else [v]) for k, v in when.items()):
-                return spec
-        return None
+        return matching(record, self.types[record.type].derive.get(name))
 
     def schema_formula(self, record: Record, spec: dict[str, Any]) -> Formula | None:
         try:
@@ -561,7 +557,7 @@ class Computer:
         label = f"costs.{name}" + (f"[{row_key}]" if row_key else "")
         try:
             quantity = evaluate(formula, self.cost_lookup(record, name, bindings, row_key, used),
-                                self.param_lookup(record, bindings, used))
+                                self.param_lookup(record, bindings, used), self.call_lookup(record, bindings, used))
         except MissingName as exc:
             self.report("KB502", record, where, f"{label}: {exc.message}")
             return _FAILED
@@ -648,6 +644,46 @@ class Computer:
             used[f"param({var}, '{parameter_id}')"] = value  # keyed as the call reads, so it is shown in its place
             return value.quantity
         return lookup
+
+    def call_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value], own: bool = False):
+        """record.function(args): a function the record's type declares in its schema (x-kb-functions),
+        evaluated over that record's fields with the arguments bound to its parameters."""
+        def call(var: str, function: str, args: list, text: str) -> Any:
+            target = record if own and var == "self" else self.referenced(record, var, bindings)
+            if target is None:
+                raise MissingName(var, f"{text}: '{var}' is not a record reference")
+            declared = self.types[target.type].functions if target.type in self.types else {}
+            spec = matching(target, declared.get(function))
+            if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str):
+                known = ", ".join(sorted(declared)) or "none"
+                raise FormulaError("KB502", f"{text}: {target.key} is a {target.type}, whose schema declares no function "
+                                            f"'{function}' (it declares: {known})")
+            parameters = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
+            if len(args) != len(parameters):
+                raise FormulaError("KB502", f"{text}: {function}() takes {len(parameters)} argument(s) "
+                                            f"({', '.join(parameters)}), not {len(args)}")
+            bound: dict[str, Any] = {}
+            for (name, unit), arg in zip(parameters.items(), args):
+                if isinstance(unit, str) and not arg.is_compatible_with(parse_unit(unit)):
+                    raise FormulaError("KB503", f"{text}: {function}()'s {name} is in {unit}, not {format_quantity(arg)}")
+                bound[name] = arg
+            formula = parse_formula(spec["formula"])
+            inner: dict[str, Value] = {}
+            line, _ = record.position(())
+
+            def lookup(parts: tuple[str, ...]) -> Any:
+                if len(parts) == 1 and parts[0] in bound:
+                    inner[parts[0]] = Value(bound[parts[0]], record.key, parts[0], record.path, line, "derived", 1.0, ())
+                    return bound[parts[0]]
+                return self.derivation_lookup(target, inner)(parts)
+            quantity = evaluate(formula, lookup, self.param_lookup(target, {}, inner))
+            unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
+            if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
+                raise FormulaError("KB504", f"{text}: {function}() gives {format_quantity(quantity)}, not {unit}")
+            value = self.derived_value(target, (), text, quantity, formula, inner, unit)
+            used[text] = value  # keyed as the call reads, so it is shown (and varied) in its place
+            return value.quantity
+        return call
 
     # ------------------------------------------------------------ checks
     def compare(self, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float) -> None:
@@ -802,12 +838,23 @@ class Computer:
         formula = parse_formula(_QUALIFIED_FIELD.sub(bind, expression))
         used: dict[str, Value] = {}
         try:
-            quantity = evaluate(formula, self.cost_lookup(record, "", bindings, None, used), self.param_lookup(record, bindings, used))
+            quantity = evaluate(formula, self.cost_lookup(record, "", bindings, None, used), self.param_lookup(record, bindings, used),
+                                self.call_lookup(record, bindings, used))
         except MissingName as exc:
             raise FormulaError("KB509", exc.message) from None
         if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
             return next(iter(used.values()))
         return self.derived_value(record, (), expression, quantity, formula, used, None)
+
+
+def matching(record: Record, specs: Any) -> dict[str, Any] | None:
+    """The first of a derivation's or function's specs whose `when` the record meets (a value, a list of
+    values, or null for a field the record leaves out), or the spec itself when there is one."""
+    for spec in specs if isinstance(specs, list) else [specs] if specs else []:
+        when = spec.get("when", {}) if isinstance(spec, dict) else None
+        if isinstance(when, dict) and all(record.data.get(k) in (v if isinstance(v, list) else [v]) for k, v in when.items()):
+            return spec
+    return None
 
 
 def differs(a: float, b: float, tolerance: float) -> bool:
@@ -866,10 +913,15 @@ def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: An
         return ()
     values = dict(used)
     out = []
+    def pick(key: str, label: str) -> Any:
+        if key not in values:
+            raise MissingName(key)  # a name default() stood in for: the same fallback applies
+        return _under(values[key], label)
     for label in labels:
         try:
-            figure = evaluate(formula, lambda parts, label=label: _under(values[".".join(parts)], label),
-                              lambda var, pid, label=label: _under(values[f"param({var}, '{pid}')"], label))
+            figure = evaluate(formula, lambda parts, label=label: pick(".".join(parts), label),
+                              lambda var, pid, label=label: pick(f"param({var}, '{pid}')", label),
+                              lambda var, function, args, text, label=label: pick(text, label))
             out.append((label, figure.to(units)))
         except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
             continue  # this variant cannot be computed (say, a division by zero): the range leaves it out

@@ -65,7 +65,7 @@ CODES: dict[str, Code] = {
     "KB403": Code(E, "A quantity is infinite or absurdly large.", "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range"),
     # recomputation
     "KB500": Code(E, "A stated figure disagrees with its recomputation from the records it rests on.", "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is 2× the recomputed one (tolerance 1%)"),
-    "KB501": Code(E, "A formula is not valid in the formula language (syntax, or a construct that is not allowed).", "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, floor, max, min, param, sqrt)"),
+    "KB501": Code(E, "A formula is not valid in the formula language (syntax, or a construct that is not allowed).", "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, or a function a record's type declares)"),
     "KB502": Code(E, "A formula uses a name that has no value here.", "records/flops/x.md:14:5: error KB502 costs.x: 'prefix_len' is not an input, a cost or a field of flops/x"),
     "KB503": Code(E, "A formula combines quantities whose units do not fit (GB + GB/s).", "records/flops/x.md:14:5: error KB503 costs.x: cannot add GB (information) and GB/s (information per time)"),
     "KB504": Code(E, "A formula's result does not have the dimension of its declared unit.", "records/flops/x.md:15:5: error KB504 costs.x: hit_path_bytes / tier.bandwidth gives time (44.97 ms), but its unit is GB (information)"),

@@ -2,8 +2,10 @@
 
 Allowed: numbers; quantity literals in quotes ('1 token', '8 B'); names (fields,
 inputs, costs, loop variables); one level of attribute (`model.kv_bytes_per_token`);
-+ - * / and ** with a literal exponent of at most 64; and the functions min, max,
-ceil, floor, abs, sqrt and param(record, 'hardware-parameter-id'). Everything else
++ - * / and ** with a literal exponent of at most 64; the functions min, max,
+ceil, floor, abs, sqrt, param(record, 'hardware-parameter-id') and default(name, fallback)
+(the fallback when the name has no value); and a function its record's type declares in
+its schema (`x-kb-functions`), called on the record: `model.kv_bytes(prefix_tokens)`. Everything else
 (other calls, subscripts, comprehensions, lambdas, dunders, keywords, f-strings,
 walrus...) is rejected before anything is evaluated. The evaluator walks the
 checked tree itself, so no Python code from a record ever runs.
@@ -25,7 +27,7 @@ MAX_LENGTH = 2000
 MAX_NODES = 400
 MAX_DEPTH = 40  # evaluation and display recurse once per level: a deeper formula is refused, never a RecursionError
 MAX_EXPONENT = 64
-FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param"}
+FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param", "default"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
@@ -110,12 +112,21 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
         _check_identifier(node.attr)
         names.append((node.value.id, node.attr))
         return
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        # record.function(args): a function the record's type declares (x-kb-functions), checked when evaluated
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise FormulaError("KB501", f"{ast.unparse(node.func)}() takes plain positional arguments, "
+                                        "like model.kv_bytes(prefix_tokens)")
+        return
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             shown = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
-            raise FormulaError("KB501", f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
+            raise FormulaError("KB501", f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))}, "
+                                        "or a function a record's type declares, called as record.name(...))")
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or not node.args:
             raise FormulaError("KB501", f"{node.func.id}() takes plain positional arguments")
+        if node.func.id == "default" and (len(node.args) != 2 or not isinstance(node.args[0], (ast.Name, ast.Attribute))):
+            raise FormulaError("KB501", "default() is written default(name, fallback): the fallback when the name has no value")
         if node.func.id == "param":
             if len(node.args) != 2 or not isinstance(node.args[0], ast.Name) or not (
                     isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
@@ -152,18 +163,20 @@ def _describe(node: ast.AST) -> str:
 
 Lookup = Callable[[tuple[str, ...]], Any]  # returns a pint.Quantity, or a Table
 ParamLookup = Callable[[str, str], pint.Quantity]
+# record.function(args): (record name, function name, argument values, the call as written) -> Quantity
+CallLookup = Callable[[str, str, list, str], pint.Quantity]
 
 
 class Table(dict):
     """Rows of a for_each cost: row key -> Quantity. min() and max() reduce it."""
 
 
-def evaluate(formula: Formula, lookup: Lookup, param: ParamLookup | None = None) -> pint.Quantity:
+def evaluate(formula: Formula, lookup: Lookup, param: ParamLookup | None = None, call: CallLookup | None = None) -> pint.Quantity:
     """The formula's value: always one quantity (a whole table is an error, KB508)."""
-    return _scalar(_eval(formula.tree, lookup, param), formula.tree)
+    return _scalar(_eval(formula.tree, lookup, param, call), formula.tree)
 
 
-def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None) -> Any:
+def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLookup | None = None) -> Any:
     ureg = registry()
     if isinstance(node, ast.Constant):
         if isinstance(node.value, str):
@@ -177,26 +190,36 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None) -> Any:
     if isinstance(node, ast.Attribute):
         return lookup((node.value.id, node.attr))
     if isinstance(node, ast.UnaryOp):
-        value = _scalar(_eval(node.operand, lookup, param), node.operand)
+        value = _scalar(_eval(node.operand, lookup, param, call), node.operand)
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.BinOp):
-        left = _scalar(_eval(node.left, lookup, param), node.left)
+        left = _scalar(_eval(node.left, lookup, param, call), node.left)
         if isinstance(node.op, ast.Pow):
             exponent = _literal_number(node.right)
             return _finite(_apply(lambda: left ** exponent, left, None, "**"))
-        right = _scalar(_eval(node.right, lookup, param), node.right)
+        right = _scalar(_eval(node.right, lookup, param, call), node.right)
         op = _BINOPS[type(node.op)]
         if op == "/" and right.magnitude == 0:
             raise FormulaError("KB505", f"division by zero: {ast.unparse(node.right)} is 0")
         operation = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right, "/": lambda: left / right}[op]
         return _finite(_apply(operation, left, right, op))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if call is None:
+            raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
+        args = [_scalar(_eval(a, lookup, param, call), a) for a in node.args]
+        return call(node.func.value.id, node.func.attr, args, ast.unparse(node))
     if isinstance(node, ast.Call):
         name = node.func.id
+        if name == "default":
+            try:
+                return _eval(node.args[0], lookup, param, call)
+            except MissingName:
+                return _eval(node.args[1], lookup, param, call)
         if name == "param":
             if param is None:
                 raise FormulaError("KB501", "param() is not available here")
             return param(node.args[0].id, node.args[1].value)
-        args = [_eval(a, lookup, param) for a in node.args]
+        args = [_eval(a, lookup, param, call) for a in node.args]
         if name in ("min", "max"):
             values = [v for a in args for v in (a.values() if isinstance(a, Table) else [a])]
             if not values:
@@ -275,7 +298,10 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
                 f"{render(node.right, name_text, mine, right=True)}")
         return f"({text})" if mine < parent or (right and mine == parent) else text
     if isinstance(node, ast.Call):
-        if node.func.id == "param":  # the value it read, when known, stands for the whole call
+        if isinstance(node.func, ast.Name) and node.func.id == "default":  # the value it took: the name's, or the fallback
+            text = name_text(node.args[0])
+            return text if text is not None else render(node.args[1], name_text, parent, right)
+        if isinstance(node.func, ast.Attribute) or node.func.id == "param":  # the value it read, when known, stands for the call
             text = name_text(node)
             return text if text is not None else ast.unparse(node)
         return f"{node.func.id}(" + ", ".join(render(a, name_text) for a in node.args) + ")"

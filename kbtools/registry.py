@@ -9,6 +9,9 @@ annotations a type's schema may carry:
 - `x-kb-quantity: <unit>` on a field: a quantity whose canonical unit is <unit> (`*`: any unit);
 - `x-kb-inputs: true`: named cost inputs, quantities or `dir/id` references;
 - `x-kb-derive`: type-level derivations (field -> formula spec, or a list of them with `when`);
+- `x-kb-functions`: functions of a record of this type, called in formulas as `record.name(args)`
+  (name -> {parameters: {name: unit}, formula, unit}): a figure that depends on an argument, such as
+  a model's KV bytes at a context length;
 - `x-kb-columns`: the fields shown in the type's index table.
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
@@ -86,6 +89,12 @@ class RecordType:
     @property
     def derive(self) -> dict[str, Any]:
         return self.schema.get("x-kb-derive", {})
+
+    @property
+    def functions(self) -> dict[str, Any]:
+        """x-kb-functions: name -> {parameters: {name: unit}, formula, unit}; called as record.name(args)."""
+        functions = self.schema.get("x-kb-functions", {})
+        return functions if isinstance(functions, dict) else {}
 
     @property
     def columns(self) -> list[str]:

@@ -261,7 +261,8 @@ def test_import_in_formula_is_rejected_and_nothing_runs(kb, tmp_path):
     result = kb.check()
     assert result.exit_code == 1
     assert result.find("KB501") == [f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB501 costs.evil: "
-                                    "function '__import__('os').system' is not allowed (allowed: abs, ceil, floor, max, min, param, sqrt)"]
+                                    "function '__import__('os').system' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, "
+                                    "or a function a record's type declares, called as record.name(...))"]
     assert not marker.exists()
 
 
@@ -451,16 +452,16 @@ def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
     shutil.copytree(REPO / "records", root / "records")
     seed = root / "records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md"
     text = seed.read_text()
-    assert "formula: model.kv_bytes_per_token * prefix_tokens" in text
-    seed.write_text(text.replace("formula: model.kv_bytes_per_token * prefix_tokens",
-                                 "formula: 2 * model.kv_bytes_per_token * prefix_tokens"))
+    assert "formula: model.kv_bytes(prefix_tokens)" in text
+    seed.write_text(text.replace("formula: model.kv_bytes(prefix_tokens)",
+                                 "formula: 2 * model.kv_bytes(prefix_tokens)"))
     proc = subprocess.run([KB_SCRIPT, "--root", str(root), "check"], capture_output=True, text=True)
     assert proc.returncode == 1
     errors = [l for l in proc.stdout.splitlines() if " error " in l]
     line = next(i for i, l in enumerate(seed.read_text().splitlines(), 1) if "stated: 2.25 GB" in l)
     assert errors == [f"records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md:{line}:5: error KB500 costs.hit_path_bytes: "
-                      "stated 2.25 GB but 2 * model.kv_bytes_per_token * prefix_tokens = "
-                      "2 × (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token = 4.497 GB; "
+                      "stated 2.25 GB but 2 * model.kv_bytes(prefix_tokens) = "
+                      "2 × ((61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token) = 4.497 GB; "
                       "the stated figure is 2× smaller than the recomputed one (tolerance 1%)"]
 
 

@@ -15,6 +15,8 @@
   };
   const same = (a, b) => { const k = new Set([...Object.keys(a), ...Object.keys(b)]); for (const x of k) if ((a[x] || 0) !== (b[x] || 0)) return false; return true; };
   const fail = (message) => { throw new Error(message); };
+  // a name with no value: default(name, fallback) takes the fallback, anything else reports it
+  const missing = (message) => { const e = new Error(message); e.missing = true; throw e; };
 
   function evaluate(node, scope) {
     if (node.q) return node.q;
@@ -23,6 +25,10 @@
     if (node.neg) { const v = evaluate(node.neg, scope); return { m: -v.m, d: v.d }; }
     if (node.pow) { const v = evaluate(node.pow[0], scope); const e = node.pow[1]; const d = {}; for (const [k, x] of Object.entries(v.d)) d[k] = x * e; return { m: Math.pow(v.m, e), d }; }
     if (node.param) return scope.param(node.param[0], node.param[1]);
+    if (node.default) {
+      try { return evaluate(node.default[0], scope); } catch (e) { if (!e.missing) throw e; return evaluate(node.default[1], scope); }
+    }
+    if (node.fn) return scope.fn(node.fn[0], node.fn[1], node.args.map((a) => evaluate(a, scope)));
     if (node.call) {
       const args = node.call === "min" || node.call === "max"
         ? node.args.flatMap((a) => { const v = evaluate(a, scope); return v.rows ? Object.values(v.rows) : [v]; })
@@ -74,7 +80,20 @@
     const valueOf = (key, field) => {
       const target = model.records[key] || fail(`no data for ${key}`);
       if (key === model.record && model.costs.some((c) => c.name === field)) return cost(field, {}, null);
-      return target.values[field] || fail(`${target.label} has no ${field}`);
+      return target.values[field] || missing(`${target.label} has no ${field}`);
+    };
+    // record.function(args): the type's function as exported for that record, over its own fields
+    const callOn = (key, name, args) => {
+      const target = model.records[key] || fail(`no data for ${key}`);
+      const spec = (target.functions || {})[name] || fail(`${target.label} has no function ${name}`);
+      spec.params.length === args.length || fail(`${name}() takes ${spec.params.length} argument(s)`);
+      const bound = Object.fromEntries(spec.params.map((p, i) => [p, args[i]]));
+      return evaluate(spec.tree, {
+        name: (n) => (n in bound ? bound[n] : valueOf(key, n)),
+        attr: () => fail(`${name}() reads only its record's fields`),
+        param: () => fail(`${name}() reads only its record's fields`),
+        fn: (n, f, a) => callOn(key, f, a),
+      });
     };
     const scopeFor = (bindings, row) => ({
       name: (n) => {
@@ -83,9 +102,10 @@
           const v = cost(n, bindings, row);
           return v.rows && row && v.rows[row] ? v.rows[row] : v;
         }
-        return record.values[n] || fail(`'${n}' has no value`);
+        return record.values[n] || missing(`'${n}' has no value`);
       },
       attr: (n, f) => valueOf(recordOf(n, bindings), f),
+      fn: (n, f, args) => callOn(recordOf(n, bindings), f, args),
       param: (n, id) => {
         const key = recordOf(n, bindings);
         const field = (model.parameters[id] || {})[model.records[key].type] || fail(`${id} is not carried by ${model.records[key].type}`);

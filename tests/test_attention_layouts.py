@@ -1,0 +1,165 @@
+"""KV bytes and prefill attention FLOP as functions of context length, for every attention layout the
+model schema describes: full attention (MHA/GQA/MLA), sliding-window and chunked layers, linear-attention
+layers with a fixed state, attention sinks, and top-k sparse attention with an indexer cache. The layout
+is data in the schema (fields, x-kb-derive, x-kb-functions), never Python per model."""
+from __future__ import annotations
+
+import pytest
+
+from test_cost_model import DEEPSEEK_SHAPE, LLAMA_70B_SHAPE, explain
+
+# gpt-oss-120b's shape (config.json: 36 layers alternating sliding_attention / full_attention,
+# sliding_window 128, 64 query heads, 8 KV heads, head_dim 64)
+SLIDING = """
+    architecture: moe
+    attention: gqa
+    params_active: 5.1 Gparam
+    num_layers: 36
+    num_attention_heads: 64
+    num_kv_heads: 8
+    head_dim: 64
+    kv_dtype_size: 2 B
+    sliding_window_layers: 18
+    sliding_window: 128 token
+    window_kind: sliding
+"""
+# Qwen3-Next-80B-A3B's shape (48 layers, 3 of every 4 Gated DeltaNet; 16 query / 2 KV heads of 256)
+LINEAR = """
+    architecture: moe
+    attention: gqa
+    params_active: 3 Gparam
+    num_layers: 48
+    num_attention_heads: 16
+    num_kv_heads: 2
+    head_dim: 256
+    kv_dtype_size: 2 B
+    linear_attention_layers: 36
+    linear_num_value_heads: 32
+    linear_key_head_dim: 128
+    linear_value_head_dim: 128
+    linear_state_dtype_size: 4 B
+"""
+# DeepSeek-V3.2's sparse attention: DeepSeek-V3's MLA plus a 64-head, 128-dim FP8 indexer and top-2048
+SPARSE = DEEPSEEK_SHAPE + """
+    sparse_topk: 2048 token
+    index_n_heads: 64
+    index_head_dim: 128
+    index_dtype_size: 1 B
+"""
+
+
+def corpus(kb, **shapes):
+    kb.source()
+    keys = list(shapes)
+    for i, (name, shape) in enumerate(shapes.items()):
+        kb.record("models", name, "model", shape, body=f"[[{keys[(i + 1) % len(keys)]}]]\n")
+    result = kb.check()
+    assert result.exit_code == 0 and "0 errors" in result.out, result.out
+
+
+def kv_at(kb, model: str, tokens: int, unit: str = "GB") -> str:
+    """What prose quoting the model's kv_bytes at a length renders, through a real cost block."""
+    kb.record("flops", f"kv-{model}-{tokens}", "flop", f"""
+        class: kv_transfer
+        bound_by: storage
+        inputs:
+          model: models/{model}
+          n: {tokens} token
+        costs:
+          kv:
+            formula: model.kv_bytes(n)
+            unit: {unit}
+    """, body=f"[[{model}]]\n")
+    return explain(kb, f"flops/kv-{model}-{tokens}.kv").splitlines()[0].split(" = ", 1)[1]
+
+
+def test_full_attention_kv_grows_with_every_token(kb):
+    corpus(kb, gqa=LLAMA_70B_SHAPE, mla=DEEPSEEK_SHAPE)
+    # 2 x 80 x 8 x 128 x 2 B = 327,680 B/token: 8,192 tokens are 2.684 GB
+    assert kv_at(kb, "gqa", 8192) == "2.684 GB"
+    # MLA: 61 x (512 + 64) x 2 B = 70,272 B/token, the seed's 2.25 GB at 32,000 tokens
+    assert kv_at(kb, "mla", 32000) == "2.249 GB"
+
+
+def test_sliding_window_layers_stop_growing_at_the_window(kb):
+    corpus(kb, swa=SLIDING)
+    # per layer 2 x 8 x 64 x 2 B = 2,048 B/token; inside the window all 36 layers grow
+    assert explain(kb, "models/swa.kv_bytes_per_token").startswith("models/swa.kv_bytes_per_token = 73,728 B/token")
+    assert explain(kb, "models/swa.kv_bytes_per_token_growing").startswith("models/swa.kv_bytes_per_token_growing = 36,864 B/token")
+    assert kv_at(kb, "swa", 100, "B") == "7,372,800 B"  # 100 x 73,728 B
+    # 131,072 tokens: 18 full layers x 2,048 B x 131,072 + 18 windowed layers x 2,048 B x 128
+    assert kv_at(kb, "swa", 131072) == "4.837 GB"  # 4,836,556,800 B
+
+
+def test_attention_sinks_extend_the_window(kb):
+    corpus(kb, sinks=SLIDING + "    sink_tokens: 4\n")
+    # the windowed layers keep 128 + 4 tokens: 18 x 2,048 B x 132 more than the full layers' share
+    assert kv_at(kb, "sinks", 131072, "B") == f"{18 * 2048 * 131072 + 18 * 2048 * 132:,} B"
+
+
+def test_linear_attention_layers_hold_a_fixed_state(kb):
+    corpus(kb, hybrid=LINEAR)
+    # 36 layers x 32 heads x 128 x 128 x 4 B of recurrent state, whatever the length
+    assert explain(kb, "models/hybrid.linear_state_bytes").startswith("models/hybrid.linear_state_bytes = 75,497,472 B")
+    # 12 full layers x 2 x 2 x 256 x 2 B = 24,576 B/token, plus the state
+    assert kv_at(kb, "hybrid", 0 + 1000, "B") == f"{24576 * 1000 + 75497472:,} B"
+    assert explain(kb, "models/hybrid.full_attention_layers").startswith("models/hybrid.full_attention_layers = 12")
+
+
+def test_sparse_attention_keeps_all_kv_plus_the_indexer_and_attends_top_k(kb):
+    corpus(kb, dsa=SPARSE, mla=DEEPSEEK_SHAPE)
+    # the indexer caches 128 FP8 bytes per token per layer beside the 70,272 B/token latent
+    assert explain(kb, "models/dsa.kv_bytes_per_token").startswith(f"models/dsa.kv_bytes_per_token = {70272 + 61 * 128:,} B/token")
+    kb.record("flops", "prefill", "flop", """
+        class: prefill_attention
+        bound_by: compute
+        inputs:
+          dense: models/mla
+          sparse: models/dsa
+          n: 128000 token
+        costs:
+          dense_flops:
+            formula: dense.prefill_attention_flops(n)
+            unit: PFLOP
+          sparse_flops:
+            formula: sparse.prefill_attention_flops(n)
+            unit: PFLOP
+    """, body="[[mla]] [[dsa]]\n")
+    dense = 61 * 128 * 320 * 128000 ** 2  # every pair of the causal triangle, QK and PV
+    attended = 2 * 2048 * 128000 - 2048 ** 2  # each query attends to at most 2,048 tokens
+    sparse = 61 * 128 * 320 * attended + 61 * 64 * 128 * 128000 ** 2  # plus the indexer's QK over all
+    assert explain(kb, "flops/prefill.dense_flops").startswith(f"flops/prefill.dense_flops = {dense / 1e15:.4g} PFLOP")
+    assert explain(kb, "flops/prefill.sparse_flops").startswith(f"flops/prefill.sparse_flops = {sparse / 1e15:.4g} PFLOP")
+
+
+def test_a_windowed_layer_without_its_window_is_a_schema_error(kb):
+    kb.source()
+    path = kb.record("models", "bad", "model", LLAMA_70B_SHAPE + "    sliding_window_layers: 40\n")
+    result = kb.check()
+    assert result.exit_code == 1
+    assert any("sliding_window" in line and "records/models/bad.md:" in line for line in result.out.splitlines()), result.out
+    assert path.exists()
+
+
+@pytest.mark.parametrize("call, message", [
+    ("model.kv_bytes()", "kv_bytes() takes 1 argument(s) (n), not 0"),
+    ("model.kv_bytes('3 GB')", "kv_bytes()'s n is in token, not 3 GB"),
+    ("model.weights(n)", "models/gqa is a model, whose schema declares no function 'weights' (it declares: kv_bytes, prefill_attention_flops)"),
+])
+def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
+    corpus(kb, gqa=LLAMA_70B_SHAPE)
+    path = kb.record("flops", "f", "flop", f"""
+        class: kv_transfer
+        bound_by: storage
+        inputs:
+          model: models/gqa
+          n: 10 token
+        costs:
+          kv:
+            formula: "{call}"
+            unit: GB
+    """, body="[[gqa]]\n")
+    result = kb.check()
+    found = result.find("KB502") + result.find("KB503")
+    line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if "formula:" in l)
+    assert found and found[0].startswith(f"records/flops/f.md:{line}:") and message in found[0], result.out
