@@ -19,3 +19,20 @@ def test_ci_runs_the_readme_test_command():
     commands = re.findall(r"```(?:sh|bash)\n(.*?)\n```", readme, flags=re.S)
     test_command = [c for c in commands if "pytest" in c][0].strip()
     assert test_command in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_seed_prices_every_tier_that_has_a_sourced_bandwidth(tmp_path):
+    """Issue 13: every KV tier in the corpus is on the seed's page, with a row when its bandwidth is known."""
+    out = tmp_path / "kb.json"
+    export = subprocess.run([KB_SCRIPT, "export", "--json", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert export.returncode == 0, export.stderr
+    records = {r["key"]: r for r in json.loads(out.read_text())["records"]}
+    seed = records["flops/eng-profile-kv-tiering-moves-flops-to-bytes"]
+    rows = set(seed["values"]["hit_path_time"]["rows"])
+    for key, record in records.items():
+        if record["type"] != "storage_tier" or record["data"].get("medium") == "hbm" and "accelerator" in record["data"]:
+            continue  # an accelerator's own HBM is the seed's per-accelerator HBM row, not a tier row
+        if "bandwidth" in record["values"]:
+            assert key in rows, f"{key} has a bandwidth but no row in the seed's hit_path_time"
+        else:
+            assert f"[[{key}]]" in seed["body"], f"{key} has no bandwidth and the seed does not name it"
