@@ -163,3 +163,11 @@ def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
     found = result.find("KB502") + result.find("KB503")
     line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if "formula:" in l)
     assert found and found[0].startswith(f"records/flops/f.md:{line}:") and message in found[0], result.out
+
+
+def test_a_single_kv_head_is_replicated_on_every_tensor_parallel_rank(kb):
+    """MQA, like MLA, has nothing to shard: a TP group reads the whole cache on every rank."""
+    corpus(kb, mqa=LLAMA_70B_SHAPE.replace("attention: gqa", "attention: mqa").replace("num_kv_heads: 8", "num_kv_heads: 1"),
+           gqa=LLAMA_70B_SHAPE)
+    assert explain(kb, "models/mqa.kv_replicated_under_tp").splitlines()[0].endswith("= 1")
+    assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")
