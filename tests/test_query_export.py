@@ -23,9 +23,10 @@ def test_query_quantities_with_units():
 
 def test_query_kv_bytes_below_a_threshold_as_csv():
     result = kb("query", "kv_bytes_per_token<100 KB/token", "--format", "csv")
-    rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert [r["key"] for r in rows] == ["models/deepseek-v3"]
-    assert float(rows[0]["kv_bytes_per_token"]) == 70272
+    rows = {r["key"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert float(rows["models/deepseek-v3"]["kv_bytes_per_token"]) == 70272  # MLA's latent is well under the bar
+    assert "models/llama-3-1-70b" not in rows  # 327,680 B/token of GQA KV is over it
+    assert rows and all(float(r["kv_bytes_per_token"]) < 100_000 for r in rows.values())
 
 
 def test_query_links_to_and_status():
