@@ -262,6 +262,8 @@ class Computer:
                 value = self.settled(self.field, record, name)
                 if value is not None:
                     fields[name] = value
+                    if record_type.plan.properties[name].plausible:
+                        self.check_plausible(record, name, value, record_type.plan.properties[name].plausible)
         costs = {}
         cost_specs = record.data.get("costs")
         if isinstance(cost_specs, dict):
@@ -691,11 +693,7 @@ class Computer:
         stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
         if not differs(stated_m, computed_m, tolerance):
             return
-        ratio = stated_m / computed_m if computed_m else float("inf")
-        if ratio and abs(ratio) >= 1:
-            how = f"the stated figure is {ratio:.3g}× the recomputed one"
-        else:
-            how = f"the stated figure is {1 / ratio:.3g}× smaller than the recomputed one" if ratio else "the recomputed figure is 0"
+        how = how_far(stated_m, computed_m)
         self.report("KB500", record, path,
                     f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
                     f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)")
@@ -717,6 +715,26 @@ class Computer:
             self.report("KB520", record, ("costs", name, bound),
                         f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
                         "disagree; keep both, mark the record contested and say why")
+
+    def check_plausible(self, record: Record, name: str, value: Value, spec: dict) -> None:
+        """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
+        slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540)."""
+        try:
+            low = parse_quantity_text(str(spec["min"]), None) if "min" in spec else None
+            high = parse_quantity_text(str(spec["max"]), None) if "max" in spec else None
+        except QuantityError:
+            return  # the schema's own mistake; the registry reports schema errors elsewhere
+        reason = spec.get("reason", "")
+        for figure in [value, *[a for a in value.alternatives if a.rank != "deprecated"]]:
+            quantity = figure.quantity
+            if quantity is None or any(b is not None and not quantity.is_compatible_with(b) for b in (low, high)):
+                continue
+            if (low is not None and quantity < low) or (high is not None and quantity > high):
+                span = " to ".join(format_quantity(b) for b in (low, high) if b is not None)
+                which = "at least " if high is None else "at most " if low is None else ""
+                self.report_value("KB540", record, (name,),
+                                  f"{name} = {format_quantity(quantity)} is outside the range real values fall in ({which}{span})"
+                                  + (f": {reason}" if reason else "") + "; check the unit and what was measured")
 
     def check_carried_by(self, record: Record) -> None:
         carried = record.data.get("carried_by")
@@ -845,6 +863,22 @@ class Computer:
         if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
             return next(iter(used.values()))
         return self.derived_value(record, (), expression, quantity, formula, used, None)
+
+
+def how_far(stated: float, computed: float) -> str:
+    """How a stated figure stands to its recomputation, in words a reader takes in at once:
+    'twice', 'half', '0.977×' or '3,600×' the recomputed one; a zero on either side said as such."""
+    if computed == 0:
+        return "the recomputed figure is 0"
+    if stated == 0:
+        return "the stated figure is 0"
+    ratio = stated / computed
+    if abs(ratio - 2) < 0.005:
+        return "the stated figure is twice the recomputed one"
+    if abs(ratio - 0.5) < 0.0025:
+        return "the stated figure is half the recomputed one"
+    shown = f"{ratio:,.0f}" if abs(ratio) >= 1000 else f"{ratio:.3g}"
+    return f"the stated figure is {shown}× the recomputed one"
 
 
 def matching(record: Record, specs: Any) -> dict[str, Any] | None:

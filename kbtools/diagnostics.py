@@ -57,6 +57,8 @@ CODES: dict[str, Code] = {
     "KB305": Code(W, "A [[dir/id#heading]] link names a heading the target does not have.", "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache"),
     "KB306": Code(W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"),
     "KB307": Code(W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"),
+    "KB309": Code(W, "Two records of one type have the same name but for case, spacing or punctuation.", "records/engines/vllm-2.md:4:7: warning KB309 name 'VLLM' is the same as engines/vllm's 'vLLM' but for case, spacing or punctuation: merge the two, or name them apart"),
+    "KB310": Code(W, "Two source records point at one document (the same URL once normalised, or the same DOI).", "records/sources/b.md:8:6: warning KB310 url is the same document as sources/a's (https://example.org/x): one document, two source records"),
     "KB308": Code(W, "A source has no url and does not say why (no_url).", "records/sources/x.md:2:5: warning KB308 a source needs a url, or no_url saying why it has none (a print-only document, say)"),
     # units and quantities
     "KB400": Code(E, "A quantity is not 'VALUE UNIT' (or a bare number for the field's canonical unit).", "records/accelerators/x.md:9:1: error KB400 memory_bandwidth: 'fast' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'"),
@@ -64,7 +66,7 @@ CODES: dict[str, Code] = {
     "KB402": Code(E, "A quantity has the wrong dimension for its field.", "records/accelerators/x.md:9:1: error KB402 memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"),
     "KB403": Code(E, "A quantity is infinite or absurdly large.", "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range"),
     # recomputation
-    "KB500": Code(E, "A stated figure disagrees with its recomputation from the records it rests on.", "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is 2× the recomputed one (tolerance 1%)"),
+    "KB500": Code(E, "A stated figure disagrees with its recomputation from the records it rests on.", "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is twice the recomputed one (tolerance 1%)"),
     "KB501": Code(E, "A formula is not valid in the formula language (syntax, or a construct that is not allowed).", "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, or a function a record's type declares)"),
     "KB502": Code(E, "A formula uses a name that has no value here.", "records/flops/x.md:14:5: error KB502 costs.x: 'prefix_len' is not an input, a cost or a field of flops/x"),
     "KB503": Code(E, "A formula combines quantities whose units do not fit (GB + GB/s).", "records/flops/x.md:14:5: error KB503 costs.x: cannot add GB (information) and GB/s (information per time)"),
@@ -78,6 +80,7 @@ CODES: dict[str, Code] = {
     "KB510": Code(E, "A hardware_parameter's carried_by names a type or field that does not carry it.", "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator"),
     "KB511": Code(W, "A hardware_parameters row names a record that has no value for that parameter.", "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth"),
     "KB520": Code(E, "A measurement cross-check fails: a computed figure breaks the bound (at_most / at_least) the model sets for it.", "records/measurements/x.md:30:5: error KB520 costs.ceiling_fraction = 1.3 exceeds its bound 1: the measurement and the model disagree; keep both, mark the record contested and say why"),
+    "KB540": Code(W, "A figure is outside the range real values of its field fall in (the schema's x-kb-plausible).", "records/accelerators/x.md:20:3: warning KB540 memory_bandwidth = 21 PB/s is outside the range real values fall in (100 GB/s to 30 TB/s): off-chip memory of today's accelerators; check the unit and what was measured"),
     "KB530": Code(E, "A field's competing values disagree beyond its tolerance and the record is not marked contested.", "records/accelerators/x.md:12:5: error KB530 memory_bandwidth: 7.7 TB/s (hmc-tech) disagrees with the preferred 8 TB/s (nvidia-b200-datasheet) by more than 1%: mark the record contested ..."),
     "KB531": Code(E, "A field's competing values do not have exactly one ranked preferred.", "records/accelerators/x.md:12:1: error KB531 memory_bandwidth: 2 values are ranked preferred; exactly one must be"),
     # history

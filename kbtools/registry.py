@@ -12,6 +12,8 @@ annotations a type's schema may carry:
 - `x-kb-functions`: functions of a record of this type, called in formulas as `record.name(args)`
   (name -> {parameters: {name: unit}, formula, unit}): a figure that depends on an argument, such as
   a model's KV bytes at a context length;
+- `x-kb-plausible` on a quantity field: {min, max, reason}, the range values of real hardware fall
+  in; a value outside it is a warning (KB540) that gives the range and the reason;
 - `x-kb-columns`: the fields shown in the type's index table.
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
@@ -40,6 +42,7 @@ class FieldPlan:
     ref_types: tuple[str, ...] = ()
     quantity: str | None = None
     inputs: bool = False
+    plausible: dict | None = None  # x-kb-plausible: {min, max, reason}, the range real values fall in
     properties: dict[str, "FieldPlan"] = field(default_factory=dict)
     additional: "FieldPlan | None" = None
     items: "FieldPlan | None" = None
@@ -53,6 +56,7 @@ class FieldPlan:
         self.ref_types = tuple(dict.fromkeys(self.ref_types + other.ref_types))
         self.quantity = self.quantity or other.quantity
         self.inputs = self.inputs or other.inputs
+        self.plausible = self.plausible or other.plausible
         for name, plan in other.properties.items():
             if name in self.properties:
                 self.properties[name].merge(plan)
@@ -265,6 +269,8 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
     if isinstance(schema.get("x-kb-quantity"), str):
         plan.quantity = schema["x-kb-quantity"]
     plan.inputs = bool(schema.get("x-kb-inputs"))
+    if isinstance(schema.get("x-kb-plausible"), dict):
+        plan.plausible = schema["x-kb-plausible"]
     if isinstance(schema.get("$ref"), str):
         resolved = resolver.lookup(schema["$ref"])
         plan.merge(compile_plan(resolved.contents, resolved.resolver, depth + 1))

@@ -1,6 +1,8 @@
 """Units and recomputation: a figure that disagrees with its own inputs must not pass."""
 import time
 
+import pytest
+
 from conftest import KB_SCRIPT, REPO
 
 MODEL = """
@@ -93,7 +95,7 @@ def test_stated_figure_twice_its_recomputation(kb):
     assert result.find("KB500") == [
         f"records/flops/hit.md:{line}:5: error KB500 costs.hit_path_bytes: stated 2.25 GB but "
         "2 * model.kv_bytes_per_token * prefix_tokens = 2 × (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token = 4.497 GB; "
-        "the stated figure is 2× smaller than the recomputed one (tolerance 1%)"]
+        "the stated figure is half the recomputed one (tolerance 1%)"]
 
 
 def test_type_level_derivation_mismatch_names_both_figures(kb):
@@ -144,7 +146,7 @@ def test_gqa_formula_by_attention_kind(kb):
     found = kb.check().find("KB500")
     assert found == ["records/models/gqa-model.md:15:1: error KB500 kv_bytes_per_token: stated 65,536 B/token but "
                      "2 * num_layers * num_kv_heads * head_dim * kv_dtype_size / '1 token' = 2 × 32 × 8 × 128 × 2 B ÷ 1 token "
-                     "= 131,072 B/token; the stated figure is 2× smaller than the recomputed one (tolerance 0.1%)"]
+                     "= 131,072 B/token; the stated figure is half the recomputed one (tolerance 0.1%)"]
 
 
 def test_bandwidth_written_without_per_second(kb):
@@ -462,7 +464,7 @@ def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
     assert errors == [f"records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md:{line}:5: error KB500 costs.hit_path_bytes: "
                       "stated 2.25 GB but 2 * model.kv_bytes(prefix_tokens) = "
                       "2 × ((61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token) = 4.497 GB; "
-                      "the stated figure is 2× smaller than the recomputed one (tolerance 1%)"]
+                      "the stated figure is half the recomputed one (tolerance 1%)"]
 
 
 def test_inline_arithmetic_over_qualified_fields(kb):
@@ -479,3 +481,20 @@ def test_inline_arithmetic_over_qualified_fields(kb):
     from kbtools.pipeline import check_corpus
     inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
     assert [v.rendered for v in inline] == ["575.7 MB", None]
+
+
+@pytest.mark.parametrize("stated, computed, words", [
+    (0, 2.25, "the stated figure is 0"), (2.25, 0, "the recomputed figure is 0"),
+    (4.5, 2.25, "the stated figure is twice the recomputed one"), (1.125, 2.25, "the stated figure is half the recomputed one"),
+    (2.2, 2.25, "the stated figure is 0.978× the recomputed one"), (8100, 2.25, "the stated figure is 3,600× the recomputed one"),
+])
+def test_how_far_a_stated_figure_is_from_its_recomputation(stated, computed, words):
+    from kbtools.compute import how_far
+    assert how_far(stated, computed) == words
+
+
+def test_a_stated_zero_is_said_as_zero(kb):
+    base(kb)
+    flop(kb, HIT_BYTES.replace("stated: 2.25 GB", "stated: 0 GB"))
+    found = kb.check().find("KB500")
+    assert found and found[0].endswith("= 2.249 GB; the stated figure is 0 (tolerance 1%)"), found

@@ -154,7 +154,7 @@ def test_the_3600x_formula_is_caught(kb):
     """)
     result = kb.check()
     found = result.find("KB500")
-    assert found and "the stated figure is 3.6e+03× the recomputed one" in found[0], result.out
+    assert found and "the stated figure is 3,600× the recomputed one" in found[0], result.out
 
 
 def test_the_3600x_formula_written_without_units_is_a_dimension_error(kb):

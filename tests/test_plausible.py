@@ -1,0 +1,49 @@
+"""Plausible ranges as schema data (x-kb-plausible): a figure outside the range real hardware has is
+a warning that gives the range and its reason (KB540)."""
+from __future__ import annotations
+
+
+def gpu(kb, bandwidth, extra=""):
+    kb.source()
+    path = kb.record("accelerators", "gpu-x", "accelerator", f"vendor: V\nmemory_bandwidth: {bandwidth}\n{extra}")
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[gpu-x]]\n")
+    return path
+
+
+def test_sram_bandwidth_stored_as_memory_bandwidth_is_a_warning(kb):
+    path = gpu(kb, "21 PB/s")
+    found = kb.check().find("KB540")
+    line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if l.startswith("memory_bandwidth"))
+    assert len(found) == 1 and found[0].startswith(f"records/accelerators/gpu-x.md:{line}:19:")
+    assert "memory_bandwidth = 21 PB/s is outside the range real values fall in (50 GB/s to 30 TB/s)" in found[0]
+    assert "on-chip SRAM bandwidth" in found[0]  # the schema's reason
+
+
+def test_a_real_figure_is_quiet(kb):
+    gpu(kb, "3.35 TB/s")
+    assert not kb.check().find("KB540")
+
+
+def test_a_competing_value_outside_the_range_is_caught_too(kb):
+    gpu(kb, "\n  - {value: 8 TB/s, rank: preferred, source: src-a}\n  - {value: 8 PB/s, rank: normal, source: src-a}",
+        extra="")
+    found = kb.check().find("KB540")
+    assert found and "memory_bandwidth = 8 PB/s" in found[0]
+
+
+def test_a_price_typed_per_instance_in_a_per_gpu_field_is_a_warning(kb):
+    kb.source()
+    kb.record("accelerators", "gpu-x", "accelerator", "vendor: V\n")
+    kb.record("prices", "p", "price", "item: accelerator-hour\naccelerator: gpu-x\nprovider: P\ncommitment: on-demand\n"
+              "as_of: 2026-01-01\nper_accelerator_hour: 98.32 USD/h\n", body="[[src-a]] [[gpu-x]]\n")
+    found = kb.check().find("KB540")
+    assert found and "per_accelerator_hour = 98.32 USD/h is outside" in found[0] and "(0.05 USD/h to 50 USD/h)" in found[0]
+
+
+def test_format_keywords_are_enforced(kb):
+    """format: uri and format: date are checked, not only documented (jsonschema skips uri without a validator)."""
+    kb.record("sources", "src-a", "source", "kind: docs\npublisher: P\nurl: not a url at all\npublished: 2026-13-01\n")
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
+    lines = kb.check().lines
+    assert any("records/sources/src-a.md:" in l and "url" in l and "uri" in l for l in lines), lines
+    assert any("records/sources/src-a.md:" in l and "published" in l and "date" in l for l in lines), lines
