@@ -57,6 +57,7 @@ CODES: dict[str, Code] = {
     "KB305": Code(W, "A [[dir/id#heading]] link names a heading the target does not have.", "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache"),
     "KB306": Code(W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"),
     "KB307": Code(W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"),
+    "KB116": Code(W, "A template's or a tool's leftover in a record's text: a %s or {0} placeholder, TODO/TBD/FIXME, lorem ipsum.", "records/engines/x.md:30:12: warning KB116 body: '%s' looks like a template's or a tool's leftover; write what it stands for, or remove it"),
     "KB309": Code(W, "Two records of one type have the same name but for case, spacing or punctuation.", "records/engines/vllm-2.md:4:7: warning KB309 name 'VLLM' is the same as engines/vllm's 'vLLM' but for case, spacing or punctuation: merge the two, or name them apart"),
     "KB310": Code(W, "Two source records point at one document (the same URL once normalised, or the same DOI).", "records/sources/b.md:8:6: warning KB310 url is the same document as sources/a's (https://example.org/x): one document, two source records"),
     "KB308": Code(W, "A source has no url and does not say why (no_url).", "records/sources/x.md:2:5: warning KB308 a source needs a url, or no_url saying why it has none (a print-only document, say)"),

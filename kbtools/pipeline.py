@@ -1,4 +1,4 @@
-"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> compute.
+"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> compute.
 
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
@@ -18,8 +18,9 @@ from .model import Corpus, Settings
 from .registry import load_registry
 from .schema import validate_schemas
 from .similar import find_similar
+from .debris import find_debris
 
-STAGES = (validate_schemas, resolve_links, find_similar, recompute_costs)
+STAGES = (validate_schemas, resolve_links, find_similar, find_debris, recompute_costs)
 
 
 def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True) -> Corpus:

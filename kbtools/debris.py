@@ -1,0 +1,81 @@
+"""Stage: debris, what a template or a tool left behind in what a record says.
+
+A printf or format placeholder (`%s`, `%d`, `{0}`, `{name}` outside an inline value), an unfilled
+TODO/TBD/FIXME/XXX marker, or lorem ipsum in a record's frontmatter text or body is KB116, a
+warning at the text's line. Such text reads as a figure or a claim to a hurried reader and says
+nothing. kb new's own placeholder ("TODO") is what this catches once a draft is meant to be done.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from .diagnostics import Diagnostic
+from .model import Corpus, FieldPath, Record
+
+_DEBRIS = re.compile(
+    r"(?<![%\w])%(?:\([a-z_]+\))?[sdifr](?![\w%])"  # printf placeholders: %s, %d, %(name)s
+    r"|(?<!\{)\{(?:\d+|[a-z_]+(?::[^{}]*)?)?\}(?!\})"  # str.format placeholders: {}, {0}, {name}, {x:.2f}
+    r"|\b(?:TODO|TBD|FIXME|XXX)\b"
+    r"|\blorem ipsum\b",
+    re.IGNORECASE)
+_CODE = re.compile(r"`[^`\n]*`")  # code quoted in prose is not debris
+
+
+def find_debris(corpus: Corpus) -> Corpus:
+    found: list[Diagnostic] = []
+    for record in sorted(corpus.records.values(), key=lambda r: r.path):
+        for path, text in _strings(record.data, ()):
+            match = _search(text)
+            if match:
+                line, col = record.value_position(path)
+                found.append(_diagnostic(record, line, col, _dotted(path), match))
+        body = _CODE.sub(lambda m: " " * len(m.group()), _blank_inline_values(record.body or ""))
+        for offset, line_text in enumerate(body.splitlines()):
+            match = _search(line_text)
+            if match:
+                found.append(_diagnostic(record, record.body_line + offset, match.start() + 1, "body", match))
+    return corpus.with_diagnostics(found)
+
+
+def _blank_inline_values(text: str) -> str:
+    """kb's own {{ inline values }} blanked out, columns kept. A linear scan: a body full of unclosed
+    {{ must not cost a search from each one to the end."""
+    out, start = [], 0
+    while True:
+        opening = text.find("{{", start)
+        closing = text.find("}}", opening + 2) if opening != -1 else -1
+        if opening == -1 or closing == -1:
+            out.append(text[start:])
+            return "".join(out)
+        span = text[opening:closing + 2]
+        out.append(text[start:opening] + "".join(c if c == "\n" else " " for c in span))
+        start = closing + 2
+
+
+def _search(text: str) -> re.Match | None:
+    if text.upper() == text and len(text) <= 4:  # a whole value such as "TBD" is the schema's business
+        return None
+    return _DEBRIS.search(text)
+
+
+def _diagnostic(record: Record, line: int, col: int, where: str, match: re.Match) -> Diagnostic:
+    return Diagnostic.make("KB116", record.path, line, col,
+                           f"{where}: {match.group()!r} looks like a template's or a tool's leftover; "
+                           "write what it stands for, or remove it")
+
+
+def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and key not in ("formula", "url", "config_url", "docs_url", "repository"):
+                yield from _strings(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, path + (index,))
+
+
+def _dotted(path: FieldPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (("." if i else "") + p) for i, p in enumerate(path))
