@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -19,7 +20,7 @@ from .diagnostics import Diagnostic
 from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from .links import QUALIFIED, Index, walk_plan
 from .load import internal_error
-from .model import Corpus, FieldPath, Record
+from .model import Corpus, FieldPath, Record, dotted
 from .progress import track
 from .units import (QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text,
                     parse_unit, parse_written, registry)
@@ -302,7 +303,7 @@ class Computer:
                 try:
                     self.written[(record.key, path)] = parse_written(value, plan.quantity)
                 except QuantityError as exc:
-                    self.report_value(exc.code, record, path, f"{_dotted(path)}: {exc.message}")
+                    self.report_value(exc.code, record, path, f"{dotted(path)}: {exc.message}")
             elif plan.inputs and isinstance(value, dict):
                 for name, item in value.items():
                     if _is_reference(item, self.corpus) or isinstance(item, list):
@@ -322,11 +323,11 @@ class Computer:
             try:
                 parsed.append(parse_written(item, canonical))
             except QuantityError as exc:
-                self.report_value(exc.code, record, path + (index,), f"{_dotted(path + (index,))}: {exc.message}")
+                self.report_value(exc.code, record, path + (index,), f"{dotted(path + (index,))}: {exc.message}")
                 return
         preferred = [w for w in parsed if w.rank == "preferred"]
         if len(preferred) != 1:
-            self.report("KB531", record, path, f"{_dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
+            self.report("KB531", record, path, f"{dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
                                                "(the one kb computes with), the others normal or deprecated")
             return
         best = preferred[0]
@@ -339,7 +340,7 @@ class Computer:
                 continue
             if differs(base, float(other.quantity.to(best.quantity.units).magnitude), tolerance):
                 self.report("KB530", record, path + (index,),
-                            f"{_dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
+                            f"{dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
                             f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
                             "contested and say which is right and why, or rank the wrong one deprecated")
 
@@ -401,7 +402,7 @@ class Computer:
         inputs: dict[str, Value] = {}
         try:
             quantity = evaluate(formula, self.derivation_lookup(record, inputs), self.param_lookup(record, {}, inputs),
-                                self.call_lookup(record, {}, inputs, own=True))
+                                self.call_lookup(record, {}, inputs))
         except MissingName:
             return stated  # inputs absent: nothing to derive
         except _Failed:
@@ -647,11 +648,11 @@ class Computer:
             return value.quantity
         return lookup
 
-    def call_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value], own: bool = False):
+    def call_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
         """record.function(args): a function the record's type declares in its schema (x-kb-functions),
         evaluated over that record's fields with the arguments bound to its parameters."""
         def call(var: str, function: str, args: list, text: str) -> Any:
-            target = record if own and var == "self" else self.referenced(record, var, bindings)
+            target = self.referenced(record, var, bindings)
             if target is None:
                 raise MissingName(var, f"{text}: '{var}' is not a record reference")
             declared = self.types[target.type].functions if target.type in self.types else {}
@@ -672,12 +673,13 @@ class Computer:
             formula = parse_formula(spec["formula"])
             inner: dict[str, Value] = {}
             line, _ = record.position(())
+            fields = self.derivation_lookup(target, inner)
 
             def lookup(parts: tuple[str, ...]) -> Any:
                 if len(parts) == 1 and parts[0] in bound:
                     inner[parts[0]] = Value(bound[parts[0]], record.key, parts[0], record.path, line, "derived", 1.0, ())
                     return bound[parts[0]]
-                return self.derivation_lookup(target, inner)(parts)
+                return fields(parts)
             quantity = evaluate(formula, lookup, self.param_lookup(target, {}, inner))
             unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
             if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
@@ -720,8 +722,7 @@ class Computer:
         """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
         slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540)."""
         try:
-            low = parse_quantity_text(str(spec["min"]), None) if "min" in spec else None
-            high = parse_quantity_text(str(spec["max"]), None) if "max" in spec else None
+            low, high = _bounds(str(spec.get("min", "")), str(spec.get("max", "")))
         except QuantityError:
             return  # the schema's own mistake; the registry reports schema errors elsewhere
         reason = spec.get("reason", "")
@@ -865,6 +866,12 @@ class Computer:
         return self.derived_value(record, (), expression, quantity, formula, used, None)
 
 
+@lru_cache(maxsize=256)
+def _bounds(low: str, high: str) -> tuple[Any, Any]:
+    """An x-kb-plausible range read once per schema, not once per record (every record's field checks it)."""
+    return (parse_quantity_text(low, None) if low else None, parse_quantity_text(high, None) if high else None)
+
+
 def how_far(stated: float, computed: float) -> str:
     """How a stated figure stands to its recomputation, in words a reader takes in at once:
     'twice', 'half', '0.977×' or '3,600×' the recomputed one; a zero on either side said as such."""
@@ -996,12 +1003,6 @@ def substituted(value: Value, depth: int = 0) -> str:
         return found.shown()
     return render(value.formula.tree, name_text)
 
-
-def _dotted(path: FieldPath) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
-    return out
 
 
 def _is_reference(item: Any, corpus: Corpus) -> bool:

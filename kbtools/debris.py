@@ -11,7 +11,7 @@ import re
 from typing import Any, Iterator
 
 from .diagnostics import Diagnostic
-from .model import Corpus, FieldPath, Record
+from .model import Corpus, FieldPath, Record, dotted
 
 _DEBRIS = re.compile(
     r"(?<![%\w])%(?:\([a-z_]+\))?[sdifr](?![\w%])"  # printf placeholders: %s, %d, %(name)s
@@ -29,7 +29,7 @@ def find_debris(corpus: Corpus) -> Corpus:
             match = _search(text)
             if match:
                 line, col = record.value_position(path)
-                found.append(_diagnostic(record, line, col, _dotted(path), match))
+                found.append(_diagnostic(record, line, col, dotted(path), match))
         body = _CODE.sub(lambda m: " " * len(m.group()), _blank_inline_values(record.body or ""))
         for offset, line_text in enumerate(body.splitlines()):
             match = _search(line_text)
@@ -75,7 +75,3 @@ def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _strings(item, path + (index,))
-
-
-def _dotted(path: FieldPath) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else (("." if i else "") + p) for i, p in enumerate(path))

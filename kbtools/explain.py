@@ -78,10 +78,8 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     if value.note:
         lines.append(f"{indent}note: {value.note}")
     if value.alternatives:
-        figures = [value.quantity] + [a.quantity for a in value.alternatives if a.rank != "deprecated"]
-        low, high = min(figures), max(figures)
-        lines.append(f"{indent}rank preferred (kb computes with it); range over the normal values: "
-                     f"{format_quantity(low, value.unit)} to {format_quantity(high, value.unit)}")
+        if value.spread is not None:  # a stated value's variants are its normal (non-deprecated) alternatives
+            lines.append(f"{indent}rank preferred (kb computes with it); range over the normal values: {value.spread_shown()}")
         for other in value.alternatives:
             lines.append(f"{indent}also, ranked {other.rank}: {other.shown(value.unit)} (basis {other.basis}; source {_sources(other)})"
                          + (f"; note: {other.note}" if other.note else ""))

@@ -32,7 +32,7 @@ _IGNORED = {
     "tie_word_embeddings", "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "hidden_act",
     "rope_theta", "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "pretraining_tp",
     "output_router_logits", "router_aux_loss_coef", "auto_map", "quantization_config", "_name_or_path",
-    "vision_config", "image_token_index", "torch_dtype_note", "router_jitter_noise", "norm_topk_prob",
+    "vision_config", "image_token_index", "router_jitter_noise", "norm_topk_prob",
 }
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1, "fp8": 1}
 

@@ -21,6 +21,14 @@ from .diagnostics import Diagnostic, Severity
 FieldPath = tuple[str | int, ...]
 
 
+def dotted(path: FieldPath) -> str:
+    """A field path as a reader writes it: ('costs', 'x', 0) -> 'costs.x[0]'."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
+    return out
+
+
 class Settings(BaseModel):
     """Where the repository's parts are; everything is relative to `root`."""
 

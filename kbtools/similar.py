@@ -47,7 +47,7 @@ def url_key(url: str) -> str | None:
 
 
 def find_similar(corpus: Corpus) -> Corpus:
-    index = Index(corpus)
+    index: list[Index] = []  # built only when some group holds two records: most runs never need it
     found: list[Diagnostic] = []
     for code, key_of, field in (("KB309", _name_of, "name"), ("KB310", _document_of, "url")):
         groups: dict[tuple[str, str], list[Record]] = {}
@@ -58,7 +58,9 @@ def find_similar(corpus: Corpus) -> Corpus:
         for records in groups.values():
             first = records[0]
             for other in records[1:]:
-                if _distinct(index, first, other):
+                if not index:
+                    index.append(Index(corpus))
+                if _distinct(index[0], first, other):
                     continue
                 line, col = other.value_position((field,))
                 if code == "KB309":
