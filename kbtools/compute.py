@@ -22,6 +22,7 @@ from .links import QUALIFIED, Index, walk_plan
 from .load import internal_error
 from .model import Corpus, FieldPath, Record, dotted
 from .progress import track
+from .prose import check_prose
 from .units import (QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text,
                     parse_unit, parse_written, registry)
 from .wikilinks import find_inline_values
@@ -272,6 +273,7 @@ class Computer:
                 value = self.cost_or_none(record, name)
                 if value is not None:
                     costs[name] = value
+        self.diagnostics.extend(check_prose(self, record, fields, costs))
         return {"fields": fields, "costs": costs,
                 "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
 

@@ -86,6 +86,8 @@ CODES: dict[str, Code] = {
     "KB531": Code(E, "A field's competing values do not have exactly one ranked preferred.", "records/accelerators/x.md:12:1: error KB531 memory_bandwidth: 2 values are ranked preferred; exactly one must be"),
     # history
     "KB600": Code(E, "Prose still quotes a figure that a change replaced in a field (kb check --since REV, and the pre-commit path).", "records/interconnects/pcie-6-x16.md:14:9: error KB600 quotes 128 GB/s, the old value of interconnects/pcie-6-x16.bandwidth_per_direction (now 242 GB/s, changed since HEAD at records/interconnects/pcie-6-x16.md:10:1); quote it as {{ interconnects/pcie-6-x16.bandwidth_per_direction }} instead"),
+    "KB610": Code(E, "A figure in a record's own text claims one of its values and disagrees with it (no history needed).", "records/interconnects/x.md:14:9: error KB610 bandwidth_per_direction.note: the text says 31.5 GB/s for bandwidth_per_direction, but interconnects/x.bandwidth_per_direction is 63 GB/s: correct the text or the field; quote the field as {{ bandwidth_per_direction }} in the body, strike an old figure through (~~31.5 GB/s~~), or enter a competing figure among the field's values"),
+    "KB611": Code(W, "A figure typed by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.", "records/flops/x.md:30:12: warning KB611 body: 3.35 TB/s is accelerators/nvidia-h100-sxm.memory_bandwidth (3.35 TB/s) typed by hand; write {{ accelerators/nvidia-h100-sxm.memory_bandwidth | TB/s }} so an edit to it cannot leave this stale"),
     # internal
     "KB900": Code(E, "kb itself failed; please report it with the file named.", "records/models/x.md:1:1: error KB900 internal error: ..."),
 }

@@ -14,7 +14,11 @@ annotations a type's schema may carry:
   a model's KV bytes at a context length;
 - `x-kb-plausible` on a quantity field: {min, max, reason}, the range values of real hardware fall
   in; a value outside it is a warning (KB540) that gives the range and the reason;
-- `x-kb-columns`: the fields shown in the type's index table.
+- `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
+  that a sentence naming it is read as stating it (KB610);
+- `x-kb-columns`: the fields shown in the type's index table;
+- `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
+  (sources), so they are not asked to quote the corpus's values inline (KB611).
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
 """
@@ -43,6 +47,7 @@ class FieldPlan:
     quantity: str | None = None
     inputs: bool = False
     plausible: dict | None = None  # x-kb-plausible: {min, max, reason}, the range real values fall in
+    names: tuple[str, ...] = ()  # x-kb-names: the words prose names the field by, besides its own name
     properties: dict[str, "FieldPlan"] = field(default_factory=dict)
     additional: "FieldPlan | None" = None
     items: "FieldPlan | None" = None
@@ -57,6 +62,7 @@ class FieldPlan:
         self.quantity = self.quantity or other.quantity
         self.inputs = self.inputs or other.inputs
         self.plausible = self.plausible or other.plausible
+        self.names = tuple(dict.fromkeys(self.names + other.names))
         for name, plan in other.properties.items():
             if name in self.properties:
                 self.properties[name].merge(plan)
@@ -103,6 +109,12 @@ class RecordType:
     @property
     def columns(self) -> list[str]:
         return self.schema.get("x-kb-columns", [])
+
+    @property
+    def quotes_documents(self) -> bool:
+        """x-kb-quotes-documents: its bodies report what a document says (a source's), so a figure there
+        is the document's as printed, not a value of the corpus to quote inline (KB611 skips them)."""
+        return self.schema.get("x-kb-quotes-documents") is True
 
 
 @dataclass
@@ -271,6 +283,8 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
     plan.inputs = bool(schema.get("x-kb-inputs"))
     if isinstance(schema.get("x-kb-plausible"), dict):
         plan.plausible = schema["x-kb-plausible"]
+    if isinstance(schema.get("x-kb-names"), list):
+        plan.names = tuple(n for n in schema["x-kb-names"] if isinstance(n, str) and n.strip())
     if isinstance(schema.get("$ref"), str):
         resolved = resolver.lookup(schema["$ref"])
         plan.merge(compile_plan(resolved.contents, resolved.resolver, depth + 1))

@@ -80,8 +80,8 @@ def _inline_value_rule(state: StateInline, silent: bool) -> bool:
 
 
 def new_parser() -> MarkdownIt:
-    """CommonMark with tables, raw HTML off, the wikilink rule and inline values."""
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    """CommonMark with tables and ~~strikethrough~~ (how prose marks an old figure), raw HTML off, the wikilink rule and inline values."""
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.inline.ruler.before("link", "kb_value", _inline_value_rule)
     return md
