@@ -47,6 +47,7 @@ CODES: dict[str, Code] = {
     "KB200": Code(E, "A field breaks its type's JSON Schema.", "records/models/x.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']"),
     "KB201": Code(E, "A field is not part of its type's schema (misspelt or unknown).", "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'"),
     "KB202": Code(E, "A required field is missing.", "records/models/x.md:1:1: error KB202 missing required field 'status'"),
+    "KB203": Code(E, "A field is given and also listed under `unknown:`.", "records/engines/x.md:12:3: error KB203 unknown.kind: kind is given (line 8) and also said to be unknown; keep one"),
     "KB210": Code(E, "A schema file is broken: not JSON, not a valid JSON Schema, or a bad kb annotation.", "schema/model.schema.json:12:5: error KB210 invalid schema: 'strin' is not valid under any of the given schemas"),
     # links
     "KB300": Code(E, "A reference field names a record that does not exist.", "records/accelerators/x.md:14:12: error KB300 host_link: no record 'pcie-9-x16'"),
@@ -115,8 +116,9 @@ class Diagnostic(BaseModel):
         return (self.path, self.line, self.column, self.code, self.message)
 
 
-def render_reference() -> str:
-    """The diagnostics reference page (docs/diagnostics.md)."""
+def render_reference(schema_dir: str = "schema") -> str:
+    """The diagnostics reference page (docs/diagnostics.md): the tool's codes, then the codes the
+    repository's schemas declare for their constraints (x-kb-constraints), read from `schema_dir`."""
     lines = [
         "# Diagnostics reference",
         "",
@@ -130,7 +132,29 @@ def render_reference() -> str:
     for code, c in CODES.items():
         example = c.example.replace("|", "\\|")
         lines.append(f"| {code} | {c.severity.value} | {c.summary} | `{example}` |")
+    constraints = _declared_constraints(schema_dir)
+    if constraints:
+        lines += ["", "## Constraints the schemas declare", "",
+                  "Rules of provenance written as data in the schemas (`x-kb-constraints`, see docs/records.md); each",
+                  "carries its own code and severity. This table is read from `schema/`.", "",
+                  "| Code | Severity | Schema | Applies to | Rule |", "|---|---|---|---|---|"]
+        for schema, rule in constraints:
+            lines.append(f"| {rule['code']} | {rule['severity']} | `{schema}` | {rule.get('each', 'record')} | {rule['message']} |")
     return "\n".join(lines) + "\n"
+
+
+def _declared_constraints(schema_dir: str) -> list[tuple[str, dict]]:
+    import json
+    from pathlib import Path
+
+    out = []
+    for path in sorted(Path(schema_dir).glob("*.schema.json")):
+        try:
+            rules = json.loads(path.read_text(encoding="utf-8")).get("x-kb-constraints", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        out.extend((path.name, r) for r in rules if isinstance(r, dict) and {"code", "severity", "message"} <= set(r))
+    return out
 
 
 if __name__ == "__main__":  # python -m kbtools.diagnostics > docs/diagnostics.md

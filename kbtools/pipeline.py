@@ -1,4 +1,4 @@
-"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> compute.
+"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> compute.
 
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
@@ -19,8 +19,9 @@ from .registry import load_registry
 from .schema import validate_schemas
 from .similar import find_similar
 from .debris import find_debris
+from .constraints import check_constraints
 
-STAGES = (validate_schemas, resolve_links, find_similar, find_debris, recompute_costs)
+STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
 
 
 def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True) -> Corpus:

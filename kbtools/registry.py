@@ -17,6 +17,8 @@ annotations a type's schema may carry:
 - `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
   that a sentence naming it is read as stating it (KB610);
 - `x-kb-columns`: the fields shown in the type's index table;
+- `x-kb-constraints`: cross-record rules of provenance, each with a code and a severity (see
+  constraints.py), on a type or on the envelope (then they hold for every type);
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
   (sources), so they are not asked to quote the corpus's values inline (KB611).
 
@@ -88,6 +90,7 @@ class RecordType:
     resolver: Any
     plan: FieldPlan
     property_order: tuple[str, ...]
+    constraints: tuple[dict, ...] = ()  # x-kb-constraints of the type and of the schemas it allOf-$refs (the envelope's)
 
     @cached_property
     def validator(self) -> Draft202012Validator:
@@ -210,10 +213,14 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
         except (Unresolvable, RecursionError) as exc:
             diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$ref"'), 1, f"unresolvable $ref: {exc}"))
             continue
+        resolver = registry.resolver(base_uri=contents.get("$id", name))
+        rules, problems = _constraints(contents, resolver)
+        for where, problem in problems:
+            diagnostics.append(Diagnostic.make("KB210", where, 1, 1, f"x-kb-constraints: {problem}"))
         types[type_name] = RecordType(
             name=type_name, dir=directory, title=str(contents.get("title", type_name)), schema_path=rel,
-            schema=contents, resolver=registry.resolver(base_uri=contents.get("$id", name)), plan=plan,
-            property_order=tuple(_property_order(contents, registry.resolver(base_uri=contents.get("$id", name)))))
+            schema=contents, resolver=resolver, plan=plan,
+            property_order=tuple(_property_order(contents, resolver)), constraints=rules)
 
     seen_dirs: dict[str, str] = {}
     for record_type in list(types.values()):
@@ -302,6 +309,27 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
     if isinstance(schema.get("items"), dict):
         plan.items = compile_plan(schema["items"], resolver, depth + 1)
     return plan
+
+
+def _constraints(schema: dict[str, Any], resolver) -> tuple[tuple[dict, ...], list[tuple[str, str]]]:
+    """The well-formed x-kb-constraints rules of a type: its own and those of the whole-schema $refs in
+    its allOf (so the envelope's rules hold for every type); the ill-formed ones as (schema, problem)."""
+    from .constraints import rule_problems  # constraints reads links, which reads this module
+
+    sources = [(schema, schema.get("$id", ""))]
+    for sub in schema.get("allOf", []):
+        if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
+            sources.insert(0, (resolver.lookup(sub["$ref"]).contents, sub["$ref"]))
+    rules, problems = [], []
+    for document, name in sources:
+        declared = document.get("x-kb-constraints", [])
+        for rule in declared if isinstance(declared, list) else [declared]:
+            found = rule_problems(rule)
+            if found:
+                problems.extend((f"schema/{name}", problem) for problem in found)
+            else:
+                rules.append(rule)
+    return tuple(rules), problems
 
 
 def _property_order(schema: dict[str, Any], resolver) -> list[str]:

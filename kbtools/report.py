@@ -56,13 +56,18 @@ def format_github(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) ->
 
 def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
     """SARIF 2.1.0, for code-scanning upload."""
-    used = sorted({d.code for d in diagnostics})
-    rules = [{"id": code, "shortDescription": {"text": CODES[code].summary},
-              "defaultConfiguration": {"level": "error" if CODES[code].severity is Severity.ERROR else "warning"}}
-             for code in used]
+    first = {}
+    for d in diagnostics:
+        first.setdefault(d.code, d)
+    # a code a schema's constraint declares is not in CODES: its first finding describes it
+    rules = [{"id": code, "shortDescription": {"text": CODES[code].summary if code in CODES else first[code].message},
+              "defaultConfiguration": {"level": "error" if (CODES[code].severity if code in CODES else first[code].severity)
+                                       is Severity.ERROR else "warning"}}
+             for code in sorted(first)]
+    order = {code: n for n, code in enumerate(sorted(first))}
     results = [{
         "ruleId": d.code,
-        "ruleIndex": used.index(d.code),
+        "ruleIndex": order[d.code],
         "level": "error" if d.severity is Severity.ERROR else "warning",
         "message": {"text": d.message},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(d.path, safe="/"), "uriBaseId": "%SRCROOT%"},

@@ -59,7 +59,7 @@ class KB:
         return self.write(f"records/{dir_}/{id_}.md", text, dedent=False)
 
     def source(self, id_: str = "src-a") -> Path:
-        return self.record("sources", id_, "source", f"kind: docs\npublisher: Someone\nurl: https://example.org/{id_}\n")
+        return self.record("sources", id_, "source", f"kind: docs\norigin: first-party\npublisher: Someone\nurl: https://example.org/{id_}\n")
 
     def run(self, *args: str) -> Result:
         self.capsys.readouterr()

@@ -1,0 +1,154 @@
+"""Stage: constraints, the cross-record rules a schema declares (`x-kb-constraints`).
+
+In the spirit of Wikibase's property constraints: rules of provenance an auditor checks by hand,
+written as data beside the fields they govern, each with its own code and severity. A rule picks the
+items it governs, narrows them with `when`, and asks for `require` (of the item) and `cites` (of at
+least one source the item cites):
+
+    {"code": "KB561", "severity": "error", "each": "quantity",
+     "when": {"basis": "vendor-spec"}, "cites": {"origin": "first-party"},
+     "message": "a vendor-spec figure cites a first-party document"}
+
+- `each`: `record` (the record itself), `quantity` (every quantity value: a short one, a long one,
+  each competing value; its `basis` defaults to the record's), or the name of a list field whose
+  entries are the items (`claims`).
+- a condition maps a field to: a value (equal), a list (one of), `{"present": true|false}`,
+  `{"same_url_as": field}` (the same document as the record's URL field), `{"within_url_of": field}`
+  (that document or one under it: a file in a repository), `{"in": field}` (one of the
+  record's list field, e.g. a claim's source among the record's `sources`).
+- `cites`: the sources an item cites are its own `source`, else the record's `sources`.
+
+The registry checks the rules' shape (KB210); this stage only applies them. The repository's own rules,
+with their codes, are listed in docs/diagnostics.md, generated from the schemas.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .diagnostics import Diagnostic, Severity
+from .links import Index, walk_plan
+from .model import Corpus, FieldPath, Record, dotted
+from .similar import url_key
+
+EACH_BUILTIN = ("record", "quantity")
+CONDITION_KEYS = ("present", "same_url_as", "within_url_of", "in")
+
+
+def rule_problems(rule: Any) -> list[str]:
+    """What is wrong with one x-kb-constraints rule (empty when it is well-formed); the registry reports these."""
+    if not isinstance(rule, dict):
+        return ["a constraint is an object"]
+    problems = []
+    code = rule.get("code")
+    if not (isinstance(code, str) and code[:2].isalpha() and code[2:].isdigit() and len(code) >= 4):
+        problems.append(f"constraint code {code!r} is not like 'KB561'")
+    if rule.get("severity") not in ("error", "warning"):
+        problems.append(f"constraint {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
+    if not isinstance(rule.get("message"), str) or not rule["message"].strip():
+        problems.append(f"constraint {code}: a message saying what the rule asks")
+    if not isinstance(rule.get("each", "record"), str):
+        problems.append(f"constraint {code}: each is 'record', 'quantity' or a list field's name")
+    if not any(k in rule for k in ("require", "cites")):
+        problems.append(f"constraint {code}: asks nothing (give require or cites)")
+    for part in ("when", "require", "cites"):
+        conditions = rule.get(part, {})
+        if not isinstance(conditions, dict):
+            problems.append(f"constraint {code}: {part} maps fields to conditions")
+            continue
+        for field, condition in conditions.items():
+            if isinstance(condition, dict) and (len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS):
+                problems.append(f"constraint {code}: {part}.{field}: a condition object is one of "
+                                + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS))
+    return problems
+
+
+def check_constraints(corpus: Corpus) -> Corpus:
+    index = None
+    found: list[Diagnostic] = []
+    for record in sorted(corpus.records.values(), key=lambda r: r.path):
+        record_type = corpus.registry.types.get(record.type) if record.type else None
+        rules = record_type.constraints if record_type is not None else ()
+        for rule in rules:
+            for path, item in _items(rule.get("each", "record"), record, record_type):
+                if not _matches(rule.get("when", {}), item, record):
+                    continue
+                failed = _unmet(rule.get("require", {}), item, record)
+                if failed is None and "cites" in rule:
+                    if index is None:
+                        index = Index(corpus)
+                    failed = _uncited(rule["cites"], item, record, index)
+                if failed is not None:
+                    line, col = record.position(path) if path else record.position(("id",))
+                    where = dotted(path) if path else record.key
+                    found.append(Diagnostic(code=rule["code"], severity=Severity(rule["severity"]), path=record.path,
+                                            line=line, column=col, message=f"{where}: {rule['message']} ({failed})"))
+    return corpus.with_diagnostics(found)
+
+
+def _items(each: str, record: Record, record_type) -> Iterator[tuple[FieldPath, dict]]:
+    data = dict(record.data)
+    if each == "record":
+        yield (), data
+    elif each == "quantity":
+        default = {"basis": data.get("basis", "unverified"), "sources": data.get("sources")}
+        for path, value, plan in walk_plan(record_type.plan, data):
+            if plan.quantity is None or value is None:
+                continue
+            entries = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+            for index, entry in entries:
+                where = path + ((index,) if index is not None else ())
+                yield where, {**default, **(entry if isinstance(entry, dict) else {"value": entry})}
+    else:
+        entries = data.get(each)
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            if isinstance(entry, dict):
+                yield (each, index), entry
+
+
+def _matches(conditions: dict, item: dict, record: Record) -> bool:
+    return _unmet(conditions, item, record) is None
+
+
+def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
+    """None when every condition holds of `item`, else a few words on the first that does not."""
+    for field, condition in conditions.items():
+        value = item.get(field)
+        if isinstance(condition, dict):
+            (kind, arg), = condition.items()
+            if kind == "present" and (value not in (None, "", [])) != bool(arg):
+                return f"{field} is {'missing' if arg else 'present'}"
+            if kind in ("same_url_as", "within_url_of"):
+                mine = record.data.get(arg)
+                theirs, base = (url_key(x) if isinstance(x, str) else None for x in (value, mine))
+                same = theirs is not None and theirs == base
+                within = theirs is not None and base is not None and theirs.startswith(base.rstrip("/") + "/")
+                if not (same or (kind == "within_url_of" and within)):
+                    return f"{field} is not {'within ' if kind == 'within_url_of' else ''}{arg} ({mine})"
+            if kind == "in":
+                allowed = record.data.get(arg)
+                if not (isinstance(allowed, list) and value in allowed):
+                    return f"{field} {value!r} is not among the record's {arg}"
+        elif isinstance(condition, list):
+            if value not in condition:
+                return f"{field} is {value!r}, not one of {', '.join(map(str, condition))}"
+        elif value != condition:
+            return f"{field} is {value!r}, not {condition!r}"
+    return None
+
+
+def _uncited(conditions: dict, item: dict, record: Record, index: Index) -> str | None:
+    cited = item.get("source")
+    names = [cited] if isinstance(cited, str) else [s for s in (item.get("sources") or record.data.get("sources") or [])
+                                                      if isinstance(s, str)]
+    if not names:
+        return "it cites no source"
+    reasons = []
+    for name in names:
+        source, _ = index.resolve(name)
+        if source is None:
+            return None  # a dangling reference is the links stage's finding, not this rule's
+        reason = _unmet(conditions, dict(source.data), record)
+        if reason is None:
+            return None
+        reasons.append(f"{name}: {reason}")
+    return "; ".join(reasons)
