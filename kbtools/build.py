@@ -35,7 +35,8 @@ from .registry import DIR_PATTERN
 from .units import format_quantity, registry
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
-ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes")
+ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes", "unknown",
+            "distinct_from")
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
 
 
@@ -341,7 +342,7 @@ class SiteBuilder:
                     type_title=record_type.title if record_type else record.type, type_dir=record.dir,
                     status=str(record.data.get("status", "")), confidence=record.data.get("confidence"),
                     updated=record.data.get("updated"), notes=record.data.get("notes"),
-                    fields=fields, costs=costs, inputs=inputs, hardware=hardware, hardware_rows=rows, claims=claims,
+                    unknown=record.unknown, fields=fields, costs=costs, inputs=inputs, hardware=hardware, hardware_rows=rows, claims=claims,
                     body=Markup(self.renderer.render(key)), sources=sources,
                     outgoing=dict(sorted(outgoing.items())), incoming=incoming, graph=Markup(graph_svg),
                     cost_chart=Markup(self.cost_chart(page, record, computed)),

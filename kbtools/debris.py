@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record, dotted
+from .wikilinks import blank_inline_values
 
 _DEBRIS = re.compile(
     r"(?<![%\w])%(?:\([a-z_]+\))?[sdifr](?![\w%])"  # printf placeholders: %s, %d, %(name)s
@@ -30,27 +31,12 @@ def find_debris(corpus: Corpus) -> Corpus:
             if match:
                 line, col = record.value_position(path)
                 found.append(_diagnostic(record, line, col, dotted(path), match))
-        body = _CODE.sub(lambda m: " " * len(m.group()), _blank_inline_values(record.body or ""))
+        body = _CODE.sub(lambda m: " " * len(m.group()), blank_inline_values(record.body or ""))
         for offset, line_text in enumerate(body.splitlines()):
             match = _search(line_text)
             if match:
                 found.append(_diagnostic(record, record.body_line + offset, match.start() + 1, "body", match))
     return corpus.with_diagnostics(found)
-
-
-def _blank_inline_values(text: str) -> str:
-    """kb's own {{ inline values }} blanked out, columns kept. A linear scan: a body full of unclosed
-    {{ must not cost a search from each one to the end."""
-    out, start = [], 0
-    while True:
-        opening = text.find("{{", start)
-        closing = text.find("}}", opening + 2) if opening != -1 else -1
-        if opening == -1 or closing == -1:
-            out.append(text[start:])
-            return "".join(out)
-        span = text[opening:closing + 2]
-        out.append(text[start:opening] + "".join(c if c == "\n" else " " for c in span))
-        start = closing + 2
 
 
 def _search(text: str) -> re.Match | None:

@@ -95,6 +95,14 @@ class Record:
         value = self.data.get("id")
         return value if isinstance(value, str) else self.stem
 
+    @property
+    def unknown(self) -> dict[str, str]:
+        """The `unknown:` block: field -> why it is not known yet (a required field listed there may be left out)."""
+        block = self.data.get("unknown")
+        if not isinstance(block, Mapping):
+            return {}
+        return {k: v for k, v in block.items() if isinstance(k, str) and isinstance(v, str) and v.strip()}
+
     def position(self, path: FieldPath) -> tuple[int, int]:
         """Line and column of the deepest key of `path` that exists (the record start otherwise)."""
         for end in range(len(path), 0, -1):

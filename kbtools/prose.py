@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 from .diagnostics import Diagnostic
 from .model import FieldPath, Record, dotted
+from .wikilinks import blank_inline_values, too_large
 from .units import QuantityError, format_quantity, parse_unit, registry
 
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
@@ -41,7 +42,7 @@ _CLAIMS_THIS = re.compile(r"\b(?:this|the) (?:recorded |stored |listed |stated )
                           re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*_`{])|(?<=;)\s+|\n\s*\n")
 _OPERATOR = re.compile(r"[×÷*/+=≈−]|\s-\s|\btimes\b")
-_NOT_PROSE = re.compile(r"\{\{.*?\}\}|`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
+_NOT_PROSE = re.compile(r"`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
                         r'|"[^"\n]*"|“[^”\n]*”')  # quoted: a document's words, figures as printed
 _LINK = re.compile(r"\[\[([^\]|#]+)")
 _SKIP_KEYS = frozenset({"formula", "url", "config_url", "docs_url", "repository", "unit", "value", "id", "type",
@@ -84,7 +85,7 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 if known is not None:
                     line, col = _locate(computer, record, path, text, offset + figure.start)
                     found.append(_contradiction(record, line, col, dotted(path), figure, known))
-    body = record.body or ""
+    body = record.body or "" if too_large(record.body or "") is None else ""  # KB114/KB115 already say why not
     record_type = computer.types.get(record.type)
     asks_inline = record_type is not None and not record_type.quotes_documents
     values_of: dict[str, list[Known]] = {}
@@ -200,8 +201,9 @@ def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
 
 
 def _blank(text: str) -> str:
-    """Inline values, quoted code, struck-through (old) figures, URLs and HTML blanked, columns kept."""
-    return _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), text)
+    """Inline values, quoted code, struck-through (old) figures, URLs and HTML blanked, columns kept
+    (inline values by a linear scan: a line of unclosed {{ must not cost a search from each)."""
+    return _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), blank_inline_values(text))
 
 
 def _body_lines(body: str) -> Iterator[tuple[int, str]]:

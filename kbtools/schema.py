@@ -33,8 +33,12 @@ def validate_schemas(corpus: Corpus) -> Corpus:
         mine: list[Diagnostic] = []
         try:
             errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
+            unknown = record.unknown
             for error in errors:
+                if error.validator == "required" and not error.absolute_path and _missing(error) in unknown:
+                    continue  # said to be unknown, with a reason: the record is incomplete, not invalid
                 mine.extend(_diagnose(record, record_type, error))
+            mine.extend(_unknown_problems(record, record_type, unknown))
             mine.extend(requirements(record, record_type))
         except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
             mine = [internal_error(record.path, exc)]
@@ -42,6 +46,27 @@ def validate_schemas(corpus: Corpus) -> Corpus:
             entry["schema"] = mine
         found.extend(mine)
     return corpus.with_diagnostics(found)
+
+
+def _missing(error: ValidationError) -> str | None:
+    named = _QUOTED.findall(error.message)
+    return named[0] if named else None
+
+
+def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str, str]) -> list[Diagnostic]:
+    """An unknown field must be one the type has, and cannot be given at the same time."""
+    out = []
+    declared = set(record_type.plan.properties)
+    for name in unknown:
+        line, col = record.position(("unknown", name))
+        if name not in declared:
+            close = difflib.get_close_matches(name, sorted(declared), n=1)
+            out.append(Diagnostic.make("KB201", record.path, line, col, f"unknown.{name}: '{name}' is not a field of type "
+                                       f"'{record_type.name}'" + (f" (did you mean '{close[0]}'?)" if close else "")))
+        elif record.data.get(name) is not None:
+            out.append(Diagnostic.make("KB203", record.path, line, col, f"unknown.{name}: {name} is given "
+                                       f"(line {record.position((name,))[0]}) and also said to be unknown; keep one"))
+    return out
 
 
 def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -> list[Diagnostic]:

@@ -201,3 +201,18 @@ def headings(body: str) -> set[str]:
     tokens = markdown().parse(body)
     return {slugify(tokens[i + 1].content) for i, t in enumerate(tokens)
             if t.type == "heading_open" and i + 1 < len(tokens)}
+
+
+def blank_inline_values(text: str) -> str:
+    """kb's own {{ inline values }} blanked out, columns kept. A linear scan: a body full of unclosed
+    {{ must not cost a search from each one to the end."""
+    out, start = [], 0
+    while True:
+        opening = text.find("{{", start)
+        closing = text.find("}}", opening + 2) if opening != -1 else -1
+        if opening == -1 or closing == -1:
+            out.append(text[start:])
+            return "".join(out)
+        span = text[opening:closing + 2]
+        out.append(text[start:opening] + "".join(c if c == "\n" else " " for c in span))
+        start = closing + 2

@@ -47,3 +47,17 @@ def test_format_keywords_are_enforced(kb):
     lines = kb.check().lines
     assert any("records/sources/src-a.md:" in l and "url" in l and "uri" in l for l in lines), lines
     assert any("records/sources/src-a.md:" in l and "published" in l and "date" in l for l in lines), lines
+
+
+def test_format_email_is_enforced_in_a_schema_that_declares_it(kb):
+    """Any format keyword a schema declares is checked: here an email field a user adds to sources."""
+    import json
+    path = kb.root / "schema" / "source.schema.json"
+    schema = json.loads(path.read_text())
+    schema["properties"]["contact"] = {"type": "string", "format": "email"}
+    path.write_text(json.dumps(schema))
+    kb.record("sources", "src-a", "source", "kind: docs\npublisher: P\nurl: https://example.org/a\ncontact: nobody-at-example\n")
+    kb.record("sources", "src-b", "source", "kind: docs\npublisher: P\nurl: https://example.org/b\ncontact: someone@example.org\n")
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[src-b]]\n")
+    found = kb.check().find("KB200")
+    assert len(found) == 1 and found[0].startswith("records/sources/src-a.md:") and "'email'" in found[0], found
