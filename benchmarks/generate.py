@@ -150,7 +150,7 @@ def generate(out: Path, records: int, seed: int = 1, defects: float = 0.0) -> di
               f"engine: {rng.choice(ids['engine'])}\naccelerators: [{', '.join(pick('accelerator', 2))}]\n---\n" + body(rng, links()))
     for id_ in ids["source"]:
         write("source", id_, envelope(rng, "source", id_, []) +
-              f"kind: {rng.choice(['docs', 'paper', 'blog', 'repo'])}\npublisher: Publisher {rng.randint(1, 300)}\n"
+              f"kind: {rng.choice(['docs', 'paper', 'blog', 'repo'])}\norigin: first-party\npublisher: Publisher {rng.randint(1, 300)}\n"
               f"url: https://example.org/{id_}\n---\n" + body(rng, links()[:2]))
     return ids
 

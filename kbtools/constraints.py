@@ -18,7 +18,7 @@ least one source the item cites):
   record's list field, e.g. a claim's source among the record's `sources`).
 - `cites`: the sources an item cites are its own `source`, else the record's `sources`.
 
-The registry checks the rules' shape (KB210); this stage only applies them. The repository's own rules,
+The registry checks the rules' shape (registry.rule_problems, KB210); this stage only applies them. The repository's own rules,
 with their codes, are listed in docs/diagnostics.md, generated from the schemas.
 """
 from __future__ import annotations
@@ -29,38 +29,6 @@ from .diagnostics import Diagnostic, Severity
 from .links import Index, walk_plan
 from .model import Corpus, FieldPath, Record, dotted
 from .similar import url_key
-
-EACH_BUILTIN = ("record", "quantity")
-CONDITION_KEYS = ("present", "same_url_as", "within_url_of", "in")
-
-
-def rule_problems(rule: Any) -> list[str]:
-    """What is wrong with one x-kb-constraints rule (empty when it is well-formed); the registry reports these."""
-    if not isinstance(rule, dict):
-        return ["a constraint is an object"]
-    problems = []
-    code = rule.get("code")
-    if not (isinstance(code, str) and code[:2].isalpha() and code[2:].isdigit() and len(code) >= 4):
-        problems.append(f"constraint code {code!r} is not like 'KB561'")
-    if rule.get("severity") not in ("error", "warning"):
-        problems.append(f"constraint {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
-    if not isinstance(rule.get("message"), str) or not rule["message"].strip():
-        problems.append(f"constraint {code}: a message saying what the rule asks")
-    if not isinstance(rule.get("each", "record"), str):
-        problems.append(f"constraint {code}: each is 'record', 'quantity' or a list field's name")
-    if not any(k in rule for k in ("require", "cites")):
-        problems.append(f"constraint {code}: asks nothing (give require or cites)")
-    for part in ("when", "require", "cites"):
-        conditions = rule.get(part, {})
-        if not isinstance(conditions, dict):
-            problems.append(f"constraint {code}: {part} maps fields to conditions")
-            continue
-        for field, condition in conditions.items():
-            if isinstance(condition, dict) and (len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS):
-                problems.append(f"constraint {code}: {part}.{field}: a condition object is one of "
-                                + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS))
-    return problems
-
 
 def check_constraints(corpus: Corpus) -> Corpus:
     index = None
@@ -128,6 +96,8 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
                 allowed = record.data.get(arg)
                 if not (isinstance(allowed, list) and value in allowed):
                     return f"{field} {value!r} is not among the record's {arg}"
+        elif value is None:
+            return f"{field} is not given"
         elif isinstance(condition, list):
             if value not in condition:
                 return f"{field} is {value!r}, not one of {', '.join(map(str, condition))}"
