@@ -75,14 +75,14 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
         raise AuthoringError(f"cannot make an id from '{name}'; pass --id")
     cited = any(isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", []))
     if cited and not sources:
-        raise AuthoringError(f"a {type_name} record must cite at least one source: pass --source SOURCE-ID")
+        raise AuthoringError(f"{article(type_name)} {type_name} record must cite at least one source: pass --source SOURCE-ID")
     path = root / "records" / record_type.dir / f"{record_id}.md"
     reading = None
     if from_config is not None:
         reader = record_type.schema.get("x-kb-from-config")
         if not isinstance(reader, dict) or reader.get("format") != "huggingface":
             readers = sorted(t.name for t in registry.types.values() if isinstance(t.schema.get("x-kb-from-config"), dict))
-            raise AuthoringError(f"a {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
+            raise AuthoringError(f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
                                  f"(types that can: {', '.join(readers) or 'none'})")
         from .hfconfig import ConfigError, load_config, read_config, record_text
         try:
@@ -111,3 +111,8 @@ def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
     except FileExistsError:
         raise AuthoringError(f"{path.relative_to(root)} already exists; kb new never overwrites a record (--force replaces it)") from None
     return path
+
+
+def article(word: str) -> str:
+    """'a' or 'an' before a word, by how it is spelt (good enough for type names: an engine, a model)."""
+    return "an" if word[:1].lower() in "aeiou" else "a"

@@ -138,7 +138,7 @@ class SiteBuilder:
         plus the theme, kb itself and the set of ids. None: render it every time."""
         record = self.corpus.records[key]
         cache = self.corpus.cache
-        if cache is None or record.type == "hardware_parameter":
+        if cache is None or self.registry.has_role(record.type, "parameter"):
             return None  # parameter pages chart every record of a type: always rendered
         records = self.corpus.records
         involved = {key} | self.neighbours.get(key, set()) | self.compute_closure(key) | self.calculator_inputs(key)
@@ -242,25 +242,19 @@ class SiteBuilder:
         statuses = Counter(str(r.data.get("status")) for r in self.corpus.records.values())
         by_type = [{"title": t.title, "dir": t.dir, "count": counts.get(t.name, 0), "href": f"{t.dir}/index.html",
                     "description": t.schema.get("description", "")} for t in self.types_in_order]
-        seed = self.find_seed()
-        entries = []
-        if seed:
-            entries.append({"link": self.link("index.html", seed), "text": "The seed: a KV-cache prefix hit costs bytes ÷ the bandwidth of the tier the KV lives in, not FLOPs."})
-        tiers = self.registry.types.get("storage_tier")
-        if tiers:
-            entries.append({"link": {"href": f"{tiers.dir}/index.html", "label": "Storage tiers compared"}, "text": "Where KV can live and how fast a hit reads it back."})
-        accelerators = self.registry.types.get("accelerator")
-        if accelerators:
-            entries.append({"link": {"href": f"{accelerators.dir}/index.html", "label": "Accelerators"}, "text": "Memory, bandwidth, peak FLOP/s and ridge points, side by side."})
+        # The theme chooses what "Start here" lists (home.html): it asks for a record by id and a type's
+        # index by type name, and leaves out what this repository does not have.
         self.render("home.html", "index.html", title="", by_type=by_type, statuses=sorted(statuses.items()),
-                    total=len(self.corpus.records), entries=entries,
+                    total=len(self.corpus.records), record_link=self.home_record_link, type_index=self.home_type_index,
                     errors=sum(d.severity is Severity.ERROR for d in self.corpus.diagnostics))
 
-    def find_seed(self) -> str | None:
-        for key, record in self.corpus.records.items():
-            if key.endswith("/eng-profile-kv-tiering-moves-flops-to-bytes"):
-                return key
-        return None
+    def home_record_link(self, record_id: str) -> dict[str, str] | None:
+        target, _ = self.index.resolve(record_id)
+        return self.link("index.html", target.key) if target is not None and target.key in self.pages else None
+
+    def home_type_index(self, type_name: str) -> str | None:
+        record_type = self.registry.types.get(type_name)
+        return f"{record_type.dir}/index.html" if record_type is not None else None
 
     def type_index(self, record_type) -> None:
         page = f"{record_type.dir}/index.html"
@@ -282,7 +276,7 @@ class SiteBuilder:
                     text = ", ".join(map(str, raw)) if isinstance(raw, list) else ("" if raw is None else str(raw))
                     cells.append({"text": text, "sort": text.lower(), "basis": None, "computed": False})
             rows.append({"link": self.link(page, key), "status": str(record.data.get("status", "")), "cells": cells})
-        chart = self.roofline_comparison(page) if record_type.name == "accelerator" else ""
+        chart = self.roofline_comparison(page, record_type) if record_type.chart("roofline") else ""
         self.render("type_index.html", page, title=record_type.title, record_type=record_type, columns=columns, rows=rows,
                     chart=Markup(chart))
 
@@ -346,8 +340,8 @@ class SiteBuilder:
                     body=Markup(self.renderer.render(key)), sources=sources,
                     outgoing=dict(sorted(outgoing.items())), incoming=incoming, graph=Markup(graph_svg),
                     cost_chart=Markup(self.cost_chart(page, record, computed)),
-                    roofline=Markup(self.roofline_for(page, [key]) if record.type == "accelerator" else ""),
-                    parameter_chart=Markup(self.parameter_chart(page, record) if record.type == "hardware_parameter" else ""),
+                    roofline=Markup(self.roofline_for(page, record_type, [key]) if record_type and record_type.chart("roofline") else ""),
+                    parameter_chart=Markup(self.parameter_chart(page, record) if self.registry.has_role(record.type, "parameter") else ""),
                     calculator=self.calculator.model(key),
                     diagnostics=self.diagnostics_for(record))
 
@@ -382,26 +376,30 @@ class SiteBuilder:
                                 relative(page, page_path(row_key))))
         return bar_chart(bars, "ms", "Time per row, by cost (log scale)") if bars else ""
 
-    def roofs(self, page: str, keys: list[str], precisions=("bf16", "fp8", "fp4")) -> list[Roof]:
+    def roofs(self, page: str, spec: dict[str, Any], keys: list[str], labels: tuple[str, ...] | None = None) -> list[Roof]:
+        """A roof per record from the fields its type's roofline chart names (x-kb-charts)."""
         roofs = []
+        peak_fields = {label: name for label, name in (spec.get("peaks") or {}).items() if labels is None or label in labels}
         for key in keys:
             fields = self.corpus.computed.get(key, {}).get("fields", {})
-            bandwidth = fields.get("memory_bandwidth")
+            bandwidth = fields.get(spec["bandwidth"])
             if bandwidth is None:
                 continue
-            peaks = tuple((p, float(fields[f"peak_{p}_dense"].quantity.to("FLOP/s").magnitude))
-                          for p in precisions if fields.get(f"peak_{p}_dense") is not None)
+            peaks = tuple((label, float(fields[name].quantity.to("FLOP/s").magnitude))
+                          for label, name in peak_fields.items() if fields.get(name) is not None)
             if peaks:
                 name = self.corpus.records[key].data.get("name", key)
                 roofs.append(Roof(str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))))
         return roofs
 
-    def roofline_for(self, page: str, keys: list[str]) -> str:
-        return roofline(self.roofs(page, keys), "Roofline: attainable dense FLOP/s by arithmetic intensity")
+    def roofline_for(self, page: str, record_type, keys: list[str]) -> str:
+        return roofline(self.roofs(page, record_type.chart("roofline"), keys), "Roofline: attainable dense FLOP/s by arithmetic intensity")
 
-    def roofline_comparison(self, page: str) -> str:
-        keys = [k for k, r in self.corpus.records.items() if r.type == "accelerator"]
-        return roofline(self.roofs(page, keys, ("fp8",)), "Rooflines compared (dense FP8)")
+    def roofline_comparison(self, page: str, record_type) -> str:
+        spec = record_type.chart("roofline")
+        keys = [k for k, r in self.corpus.records.items() if r.type == record_type.name]
+        compare = spec.get("compare") or next(iter(spec.get("peaks") or {}), "")
+        return roofline(self.roofs(page, spec, keys, (compare,)), f"Rooflines compared (dense {str(compare).upper()})")
 
     def parameter_chart(self, page: str, record: Record) -> str:
         carried = record.data.get("carried_by") if isinstance(record.data.get("carried_by"), dict) else {}

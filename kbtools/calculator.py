@@ -68,7 +68,7 @@ class CalculatorExporter:
         for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
             self.by_type.setdefault(record.type, []).append(key)
         self.parameters = {r.id: r.data.get("carried_by") for r in corpus.records.values()
-                           if r.type == "hardware_parameter" and isinstance(r.data.get("carried_by"), dict)}
+                           if corpus.registry.has_role(r.type, "parameter") and isinstance(r.data.get("carried_by"), dict)}
 
     def model(self, key: str) -> dict[str, Any] | None:
         return calculator_model(self.corpus, key, self)
@@ -144,7 +144,7 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
     for target_key in list(records):
         for refs in list(records[target_key]["refs"].values()):
             for nested in refs if isinstance(refs, list) else [refs]:
-                if nested in corpus.records and corpus.records[nested].type != "source":
+                if nested in corpus.records and not corpus.registry.has_role(corpus.records[nested].type, "source"):
                     export_record(nested)
     parameters = shared.parameters
     exported_costs = []

@@ -19,8 +19,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars (they only show on a terminal anyway)")
     parser.add_argument("--root", type=Path, help="repository root (default: nearest directory with records/ and schema/)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # -q is accepted after the command too (kb check -q); SUPPRESS keeps a -q given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS,
+                        help="no progress bars (they only show on a terminal anyway)")
 
-    check = sub.add_parser("check", help="validate records, resolve links, recompute derived figures")
+    check = sub.add_parser("check", parents=[common], help="validate records, resolve links, recompute derived figures")
     check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                        help="report on these files only (the whole corpus is still resolved)")
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
@@ -29,13 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--since", metavar="REV", help="also report prose still quoting a figure changed since this git revision")
     check.set_defaults(handler=run_check)
 
-    build = sub.add_parser("build", help="build the static site from the checked records")
+    build = sub.add_parser("build", parents=[common], help="build the static site from the checked records")
     build.add_argument("--out", type=Path, help="output directory (default: site/_build)")
     build.add_argument("--force", action="store_true", help="build even when kb check finds errors (they are shown on their pages)")
     build.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
     build.set_defaults(handler=run_build)
 
-    new = sub.add_parser("new", help="write a draft record skeleton that passes kb check (never overwrites)")
+    new = sub.add_parser("new", parents=[common], help="write a draft record skeleton that passes kb check (never overwrites)")
     new.add_argument("type", help="record type, e.g. accelerator")
     new.add_argument("--name", required=True, help="the record's name; the id is made from it")
     new.add_argument("--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)")
@@ -45,24 +49,24 @@ def _parser() -> argparse.ArgumentParser:
                      help="read the fields from a Hugging Face config.json on disk (types whose schema declares x-kb-from-config)")
     new.set_defaults(handler=run_new)
 
-    query = sub.add_parser("query", help="filter records by type, status, fields with units and links")
+    query = sub.add_parser("query", parents=[common], help="filter records by type, status, fields with units and links")
     query.add_argument("filters", nargs="*", metavar="FILTER",
                        help="type:model, status:verified, memory_bandwidth>=4 TB/s, links-to:engines/lmcache ...")
     query.add_argument("--fields", default="", help="extra columns, comma-separated")
     query.add_argument("--format", choices=["text", "json", "csv"], default="text")
     query.set_defaults(handler=run_query)
 
-    export = sub.add_parser("export", help="write the checked corpus as SQLite or JSON")
+    export = sub.add_parser("export", parents=[common], help="write the checked corpus as SQLite or JSON")
     export.add_argument("--sqlite", type=Path, metavar="FILE")
     export.add_argument("--json", type=Path, metavar="FILE")
     export.set_defaults(handler=run_export)
 
-    fmt = sub.add_parser("fmt", help="canonical frontmatter (schema key order), comments and body kept")
+    fmt = sub.add_parser("fmt", parents=[common], help="canonical frontmatter (schema key order), comments and body kept")
     fmt.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="records to format (default: all)")
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     fmt.set_defaults(handler=run_fmt)
 
-    explain = sub.add_parser("explain", help="show how a value was computed, from which records and sources")
+    explain = sub.add_parser("explain", parents=[common], help="show how a value was computed, from which records and sources")
     explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
     explain.set_defaults(handler=run_explain)
     return parser
@@ -135,7 +139,7 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
     index = Index(corpus)
     for source in args.source:
         target, _ = index.resolve(source)
-        if target is None or target.type != "source":
+        if target is None or not corpus.registry.has_role(target.type, "source"):
             print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
             return EXIT_ERRORS
     try:

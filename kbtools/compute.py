@@ -637,8 +637,8 @@ class Computer:
             if target is None:
                 raise MissingName(var, f"param(): '{var}' is not a record reference")
             parameter, _ = self.resolve(parameter_id)
-            if parameter is None or parameter.type != "hardware_parameter":
-                raise FormulaError("KB502", f"param(): no hardware_parameter '{parameter_id}'")
+            if parameter is None or not self.corpus.registry.has_role(parameter.type, "parameter"):
+                raise FormulaError("KB502", f"param(): no hardware parameter '{parameter_id}'")
             carried = parameter.data.get("carried_by", {})
             field_name = carried.get(target.type) if isinstance(carried, dict) else None
             if field_name is None:
@@ -742,7 +742,7 @@ class Computer:
     def check_carried_by(self, record: Record) -> None:
         carried = record.data.get("carried_by")
         dimension = record.data.get("dimension")
-        if record.type != "hardware_parameter" or not isinstance(carried, dict) or not isinstance(dimension, str):
+        if not self.corpus.registry.has_role(record.type, "parameter") or not isinstance(carried, dict) or not isinstance(dimension, str):
             return
         try:
             unit = parse_unit(dimension)
@@ -771,7 +771,7 @@ class Computer:
             if not isinstance(row, dict) or not isinstance(row.get("parameter"), str):
                 continue
             parameter, _ = self.resolve(row["parameter"])
-            if parameter is None or parameter.type != "hardware_parameter":
+            if parameter is None or not self.corpus.registry.has_role(parameter.type, "parameter"):
                 continue
             carried = parameter.data.get("carried_by") if isinstance(parameter.data.get("carried_by"), dict) else {}
             table: dict[str, Value | None] = {}

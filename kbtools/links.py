@@ -153,7 +153,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
         if record.key in linked:
             continue
         line, col = record.position(("id",))
-        if record.type == "source":
+        if corpus.registry.has_role(record.type, "source"):
             found.append(Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record"))
         else:
             found.append(Diagnostic.make("KB306", record.path, line, col, f"orphan: no record links to {record.key}",

@@ -102,7 +102,8 @@ def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
 def run_query(corpus: Corpus, texts: list[str], extra_fields: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     filters = parse_filters(corpus, texts)
     index = Index(corpus)
-    columns = ["key", "name"] + list(dict.fromkeys([f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields))
+    asked = [f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields
+    columns = ["key", "name"] + [c for c in dict.fromkeys(asked) if c not in ("key", "name")]  # key and name come first, once
     rows = []
     for key, record in sorted(corpus.records.items()):
         if all(_matches(corpus, index, record, flt) for flt in filters):

@@ -17,6 +17,8 @@ annotations a type's schema may carry:
 - `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
   that a sentence naming it is read as stating it (KB610);
 - `x-kb-columns`: the fields shown in the type's index table;
+- `x-kb-role`: what kb's own features take the type to be (`source`, `parameter`: see ROLES);
+- `x-kb-charts`: charts the type's pages draw, e.g. `{"kind": "roofline", "bandwidth": field, "peaks": {label: field}}`;
 - `x-kb-constraints`: cross-record rules of provenance, each with a code and a severity (see
   constraints.py), on a type or on the envelope (then they hold for every type);
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
@@ -114,6 +116,21 @@ class RecordType:
         return self.schema.get("x-kb-columns", [])
 
     @property
+    def role(self) -> str | None:
+        """x-kb-role: what kb's own features take this type to be (ROLES); None for a plain type."""
+        role = self.schema.get("x-kb-role")
+        return role if isinstance(role, str) else None
+
+    @property
+    def charts(self) -> list[dict[str, Any]]:
+        """x-kb-charts: the charts its pages draw, e.g. a roofline from a bandwidth and peak fields."""
+        charts = self.schema.get("x-kb-charts", [])
+        return [c for c in charts if isinstance(c, dict)] if isinstance(charts, list) else []
+
+    def chart(self, kind: str) -> dict[str, Any] | None:
+        return next((c for c in self.charts if c.get("kind") == kind), None)
+
+    @property
     def quotes_documents(self) -> bool:
         """x-kb-quotes-documents: its bodies report what a document says (a source's), so a figure there
         is the document's as printed, not a value of the corpus to quote inline (KB611 skips them)."""
@@ -130,6 +147,14 @@ class TypeRegistry:
             if record_type.dir == directory:
                 return record_type
         return None
+
+    def with_role(self, role: str) -> RecordType | None:
+        """The type that plays a role (the registry allows one per role)."""
+        return next((t for t in self.types.values() if t.role == role), None)
+
+    def has_role(self, type_name: str | None, role: str) -> bool:
+        record_type = self.types.get(type_name) if type_name else None
+        return record_type is not None and record_type.role == role
 
     @property
     def dirs(self) -> list[str]:
@@ -225,13 +250,52 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
     seen_dirs: dict[str, str] = {}
     for record_type in list(types.values()):
         if record_type.dir in seen_dirs:
-            diagnostics.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(json.dumps(record_type.schema), "x-kb-dir"), 1,
+            text = documents[Path(record_type.schema_path).name][1]  # the file's own text: its lines, not one dumped line
+            diagnostics.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-dir"'), 1,
                                                f"directory '{record_type.dir}' is already the directory of type '{seen_dirs[record_type.dir]}'"))
             del types[record_type.name]
         else:
             seen_dirs[record_type.dir] = record_type.name
     diagnostics.extend(_check_ref_annotations(types, documents, root))
+    diagnostics.extend(_check_roles_and_charts(types, documents))
     return TypeRegistry(types=types, diagnostics=diagnostics)
+
+
+# The roles kb's own features hang on: a feature never names a type, it asks for the type with a role.
+ROLES = {
+    "source": "the documents records cite: KB307 (cited by nothing), KB310 (one document twice), kb new --source",
+    "parameter": "hardware parameters: param() in formulas, KB510/KB511, parameter charts; reads carried_by and dimension",
+}
+CHART_KINDS = {"roofline": ("bandwidth", "peaks")}  # chart kind -> the keys naming fields
+
+
+def _check_roles_and_charts(types: dict[str, "RecordType"], documents: dict) -> list[Diagnostic]:
+    out = []
+    players: dict[str, str] = {}
+    for record_type in types.values():
+        text = documents[Path(record_type.schema_path).name][1]
+        raw = record_type.schema.get("x-kb-role")
+        if raw is not None and raw not in ROLES:
+            out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-role"'), 1,
+                                       f"x-kb-role {json.dumps(raw)} is not a role kb knows ({', '.join(ROLES)})"))
+        elif raw is not None and raw in players:
+            out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-role"'), 1,
+                                       f"x-kb-role '{raw}' is already the role of type '{players[raw]}'; one type plays a role"))
+        elif raw is not None:
+            players[raw] = record_type.name
+        for chart in record_type.schema.get("x-kb-charts", []) if isinstance(record_type.schema.get("x-kb-charts"), list) else []:
+            kind = chart.get("kind") if isinstance(chart, dict) else None
+            if kind not in CHART_KINDS:
+                out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-charts"'), 1,
+                                           f"x-kb-charts: chart kind {json.dumps(kind)} is not one kb draws ({', '.join(CHART_KINDS)})"))
+                continue
+            named = [chart.get("bandwidth")] + list((chart.get("peaks") or {}).values())
+            for field_name in named:
+                plan = record_type.plan.properties.get(field_name) if isinstance(field_name, str) else None
+                if plan is None or plan.quantity is None:
+                    out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-charts"'), 1,
+                                               f"x-kb-charts: {json.dumps(field_name)} is not a quantity field of {record_type.name}"))
+    return out
 
 
 def _check_ref_annotations(types: dict[str, RecordType], documents: dict, root: Path) -> list[Diagnostic]:
@@ -311,11 +375,40 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
     return plan
 
 
+CONDITION_KEYS = ("present", "same_url_as", "within_url_of", "in")  # the condition objects x-kb-constraints knows
+
+
+def rule_problems(rule: Any) -> list[str]:
+    """What is wrong with one x-kb-constraints rule (empty when it is well-formed); the registry reports these."""
+    if not isinstance(rule, dict):
+        return ["a constraint is an object"]
+    problems = []
+    code = rule.get("code")
+    if not (isinstance(code, str) and code[:2].isalpha() and code[2:].isdigit() and len(code) >= 4):
+        problems.append(f"constraint code {code!r} is not like 'KB561'")
+    if rule.get("severity") not in ("error", "warning"):
+        problems.append(f"constraint {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
+    if not isinstance(rule.get("message"), str) or not rule["message"].strip():
+        problems.append(f"constraint {code}: a message saying what the rule asks")
+    if not isinstance(rule.get("each", "record"), str):
+        problems.append(f"constraint {code}: each is 'record', 'quantity' or a list field's name")
+    if not any(k in rule for k in ("require", "cites")):
+        problems.append(f"constraint {code}: asks nothing (give require or cites)")
+    for part in ("when", "require", "cites"):
+        conditions = rule.get(part, {})
+        if not isinstance(conditions, dict):
+            problems.append(f"constraint {code}: {part} maps fields to conditions")
+            continue
+        for field, condition in conditions.items():
+            if isinstance(condition, dict) and (len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS):
+                problems.append(f"constraint {code}: {part}.{field}: a condition object is one of "
+                                + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS))
+    return problems
+
+
 def _constraints(schema: dict[str, Any], resolver) -> tuple[tuple[dict, ...], list[tuple[str, str]]]:
     """The well-formed x-kb-constraints rules of a type: its own and those of the whole-schema $refs in
     its allOf (so the envelope's rules hold for every type); the ill-formed ones as (schema, problem)."""
-    from .constraints import rule_problems  # constraints reads links, which reads this module
-
     sources = [(schema, schema.get("$id", ""))]
     for sub in schema.get("allOf", []):
         if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:

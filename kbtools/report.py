@@ -25,9 +25,14 @@ def one_line(text: str) -> str:
 
 
 def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    lines = [f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(d.message)}" for d in diagnostics]
+    lines = [f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}" for d in diagnostics]
     lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
     return "\n".join(lines) + "\n"
+
+
+def with_hint(d: Diagnostic) -> str:
+    """The message, and the hint after it when there is one (JSON keeps them apart)."""
+    return f"{d.message} (hint: {d.hint})" if d.hint else d.message
 
 
 def format_json(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
@@ -49,7 +54,7 @@ def format_github(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) ->
     for d in diagnostics:
         level = "error" if d.severity is Severity.ERROR else "warning"
         props = f"file={_escape_property(d.path)},line={d.line},col={d.column},title={_escape_property(d.code)}"
-        lines.append(f"::{level} {props}::{_escape_data(d.message)}")
+        lines.append(f"::{level} {props}::{_escape_data(with_hint(d))}")
     lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
     return "\n".join(lines) + "\n"
 
@@ -69,7 +74,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> 
         "ruleId": d.code,
         "ruleIndex": order[d.code],
         "level": "error" if d.severity is Severity.ERROR else "warning",
-        "message": {"text": d.message},
+        "message": {"text": with_hint(d)},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(d.path, safe="/"), "uriBaseId": "%SRCROOT%"},
                                             "region": {"startLine": d.line, "startColumn": d.column}}}],
     } for d in diagnostics]

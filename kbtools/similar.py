@@ -49,7 +49,9 @@ def url_key(url: str) -> str | None:
 def find_similar(corpus: Corpus) -> Corpus:
     index: list[Index] = []  # built only when some group holds two records: most runs never need it
     found: list[Diagnostic] = []
-    for code, key_of, field in (("KB309", _name_of, "name"), ("KB310", _document_of, "url")):
+    sources = corpus.registry.with_role("source")
+    document_of = _document_key(sources.name if sources else None)
+    for code, key_of, field in (("KB309", _name_of, "name"), ("KB310", document_of, "url")):
         groups: dict[tuple[str, str], list[Record]] = {}
         for record in sorted(corpus.records.values(), key=lambda r: r.path):
             key = key_of(record)
@@ -79,9 +81,12 @@ def _name_of(record: Record) -> str | None:
     return name_key(name) or None if isinstance(name, str) else None
 
 
-def _document_of(record: Record) -> str | None:
-    url = record.data.get("url")
-    return url_key(url) if isinstance(url, str) and record.type == "source" else None
+def _document_key(source_type: str | None):
+    """A record's document key, for records of the type that plays the source role."""
+    def document_of(record: Record) -> str | None:
+        url = record.data.get("url")
+        return url_key(url) if isinstance(url, str) and source_type is not None and record.type == source_type else None
+    return document_of
 
 
 def _distinct(index: Index, a: Record, b: Record) -> bool:
