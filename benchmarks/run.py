@@ -8,6 +8,7 @@ peak memory; medians and minimums of --runs runs. Corpora come from generate.py.
 Peers see the same records: check-jsonschema validates the same frontmatters against
 the same schema files (schema work only), Hugo and MkDocs build the same Markdown.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,13 @@ def timed(command: list[str], cwd: Path | None = None) -> tuple[float, float]:
     """(seconds, peak MiB) of one run of a command."""
     with tempfile.NamedTemporaryFile("r") as report:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, *command], cwd=cwd,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", report.name, *command],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         elapsed = time.perf_counter() - start
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"{' '.join(command)} failed: {proc.stderr[-500:]}")
@@ -83,7 +89,9 @@ def check_jsonschema_script(root: Path, fm: Path) -> Path:
         schema = root / "schema" / f"{type_name}.schema.json"
         files = fm / directory
         if files.is_dir():
-            lines.append(f"{BIN / 'check-jsonschema'} --base-uri {schema.as_uri()} --schemafile {schema} {files}/*.yaml >/dev/null")
+            lines.append(
+                f"{BIN / 'check-jsonschema'} --base-uri {schema.as_uri()} --schemafile {schema} {files}/*.yaml >/dev/null"
+            )
     script = fm / "run.sh"
     script.write_text("\n".join(lines) + "\n")
     return script
@@ -92,9 +100,15 @@ def check_jsonschema_script(root: Path, fm: Path) -> Path:
 def hugo_site(root: Path, site: Path) -> None:
     shutil.copytree(root / "records", site / "content")
     (site / "layouts" / "_default").mkdir(parents=True)
-    (site / "layouts" / "_default" / "single.html").write_text("<html><body><h1>{{ .Title }}</h1>{{ .Content }}</body></html>\n")
-    (site / "layouts" / "_default" / "list.html").write_text("<html><body><ul>{{ range .Pages }}<li><a href=\"{{ .RelPermalink }}\">{{ .Title }}</a></li>{{ end }}</ul></body></html>\n")
-    (site / "hugo.toml").write_text('baseURL = "http://localhost/"\ntitle = "bench"\ndisableKinds = ["taxonomy", "term", "RSS", "sitemap"]\n')
+    (site / "layouts" / "_default" / "single.html").write_text(
+        "<html><body><h1>{{ .Title }}</h1>{{ .Content }}</body></html>\n"
+    )
+    (site / "layouts" / "_default" / "list.html").write_text(
+        '<html><body><ul>{{ range .Pages }}<li><a href="{{ .RelPermalink }}">{{ .Title }}</a></li>{{ end }}</ul></body></html>\n'
+    )
+    (site / "hugo.toml").write_text(
+        'baseURL = "http://localhost/"\ntitle = "bench"\ndisableKinds = ["taxonomy", "term", "RSS", "sitemap"]\n'
+    )
 
 
 def mkdocs_site(root: Path, site: Path) -> None:
@@ -109,7 +123,9 @@ def bench(size: int, runs: int, work: Path, build_max: int, peers_max: int, mkdo
     cache = root / ".kb-cache"
     slow_runs = max(1, runs if size <= 10_000 else 1)
 
-    t, p = repeat(slow_runs, [KB, "--root", str(root), "check"], before=lambda i: shutil.rmtree(cache, ignore_errors=True))
+    t, p = repeat(
+        slow_runs, [KB, "--root", str(root), "check"], before=lambda i: shutil.rmtree(cache, ignore_errors=True)
+    )
     rows.append(Row("kb check (cold: no cache)", size, t, p))
     t, p = repeat(runs, [KB, "--root", str(root), "check"])
     rows.append(Row("kb check (warm: nothing changed)", size, t, p))
@@ -118,27 +134,46 @@ def bench(size: int, runs: int, work: Path, build_max: int, peers_max: int, mkdo
     rows.append(Row("kb check FILE after editing it (pre-commit path)", size, t, p))
     if size <= build_max:
         out = root / "site" / "_build"
-        t, p = repeat(slow_runs, [KB, "--root", str(root), "build", "--no-search"],
-                      before=lambda i: (shutil.rmtree(out, ignore_errors=True), shutil.rmtree(cache, ignore_errors=True)))
+        t, p = repeat(
+            slow_runs,
+            [KB, "--root", str(root), "build", "--no-search"],
+            before=lambda i: (shutil.rmtree(out, ignore_errors=True), shutil.rmtree(cache, ignore_errors=True)),
+        )
         rows.append(Row("kb build (cold, without search index)", size, t, p))
-        t, p = repeat(slow_runs, [KB, "--root", str(root), "build", "--no-search"], before=lambda i: edit_one(root, i + 10))
-        rows.append(Row("kb build after one edit", size, t, p, "incremental: pages whose inputs did not change are reused"))
+        t, p = repeat(
+            slow_runs, [KB, "--root", str(root), "build", "--no-search"], before=lambda i: edit_one(root, i + 10)
+        )
+        rows.append(
+            Row("kb build after one edit", size, t, p, "incremental: pages whose inputs did not change are reused")
+        )
     if size <= peers_max:
         fm = work / f"fm-{size}"
         frontmatters(root, fm)
         script = check_jsonschema_script(root, fm)
         t, p = repeat(slow_runs, ["bash", str(script)])
-        rows.append(Row("check-jsonschema (same frontmatters, same schemas; schema work only)", size, t, p,
-                        "one process per record type"))
+        rows.append(
+            Row(
+                "check-jsonschema (same frontmatters, same schemas; schema work only)",
+                size,
+                t,
+                p,
+                "one process per record type",
+            )
+        )
         site = work / f"hugo-{size}"
         hugo_site(root, site)
-        t, p = repeat(slow_runs, [str(BIN / "hugo"), "--quiet", "-s", str(site), "-d", str(site / "public")],
-                      before=lambda i: shutil.rmtree(site / "public", ignore_errors=True))
+        t, p = repeat(
+            slow_runs,
+            [str(BIN / "hugo"), "--quiet", "-s", str(site), "-d", str(site / "public")],
+            before=lambda i: shutil.rmtree(site / "public", ignore_errors=True),
+        )
         rows.append(Row("hugo build (same Markdown, minimal layout)", size, t, p))
     if size <= mkdocs_max:
         site = work / f"mkdocs-{size}"
         mkdocs_site(root, site)
-        t, p = repeat(slow_runs, [str(BIN / "mkdocs"), "build", "-q", "-f", str(site / "mkdocs.yml"), "-d", str(site / "out")])
+        t, p = repeat(
+            slow_runs, [str(BIN / "mkdocs"), "build", "-q", "-f", str(site / "mkdocs.yml"), "-d", str(site / "out")]
+        )
         rows.append(Row("mkdocs build (same Markdown)", size, t, p))
     shutil.rmtree(root, ignore_errors=True)
     return rows
@@ -159,18 +194,37 @@ def ratios(rows: list[Row], sizes: list[int]) -> list[str]:
     for size in sizes:
         cold, warm = find(rows, "kb check (cold", size), find(rows, "kb check (warm", size)
         precommit, cj = find(rows, "kb check FILE", size), find(rows, "check-jsonschema", size)
-        build, rebuild, hugo = find(rows, "kb build (cold", size), find(rows, "kb build after", size), find(rows, "hugo", size)
+        build, rebuild, hugo = (
+            find(rows, "kb build (cold", size),
+            find(rows, "kb build after", size),
+            find(rows, "hugo", size),
+        )
         if cold and cj:
-            line(f"check-jsonschema ÷ kb check cold, {size:,}", cj.median / cold.median, "≥ 10", cj.median / cold.median >= 10)
+            line(
+                f"check-jsonschema ÷ kb check cold, {size:,}",
+                cj.median / cold.median,
+                "≥ 10",
+                cj.median / cold.median >= 10,
+            )
         if cold and precommit:
-            line(f"pre-commit path ÷ kb check cold, {size:,}", precommit.median / cold.median, "≤ 0.10", precommit.median / cold.median <= 0.10)
+            line(
+                f"pre-commit path ÷ kb check cold, {size:,}",
+                precommit.median / cold.median,
+                "≤ 0.10",
+                precommit.median / cold.median <= 0.10,
+            )
         if cold and warm:
             line(f"kb check warm ÷ cold, {size:,}", warm.median / cold.median, "(cache effect)", None)
         if build and hugo:
             line(f"kb build ÷ hugo build, {size:,}", build.median / hugo.median, "≤ 1", build.median / hugo.median <= 1)
         if build and rebuild:
-            line(f"kb build after one edit ÷ cold build, {size:,}", rebuild.median / build.median, "≤ 0.10", rebuild.median / build.median <= 0.10)
-    for small, large in zip(sizes, sizes[1:]):
+            line(
+                f"kb build after one edit ÷ cold build, {size:,}",
+                rebuild.median / build.median,
+                "≤ 0.10",
+                rebuild.median / build.median <= 0.10,
+            )
+    for small, large in zip(sizes, sizes[1:], strict=False):
         a, b = find(rows, "kb check (cold", small), find(rows, "kb check (cold", large)
         if a and b:
             growth = (b.median / a.median) / (large / small) * 10
@@ -196,8 +250,18 @@ def write(rows: list[Row], sizes: list[int], runs: int, path: Path, started: str
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
-        lines.append(f"| {row.name} | {row.size:,} | {row.median:.2f} | {min(row.times):.2f} | {len(row.times)} | {row.peak:.0f} | {row.note} |")
-    lines += ["", "## Ratios against the targets", "", "| ratio | value | target |", "|---|---:|---|", *ratios(rows, sizes), ""]
+        lines.append(
+            f"| {row.name} | {row.size:,} | {row.median:.2f} | {min(row.times):.2f} | {len(row.times)} | {row.peak:.0f} | {row.note} |"
+        )
+    lines += [
+        "",
+        "## Ratios against the targets",
+        "",
+        "| ratio | value | target |",
+        "|---|---:|---|",
+        *ratios(rows, sizes),
+        "",
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -206,7 +270,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--build-max", type=int, default=10_000, help="largest corpus to build a site for")
-    parser.add_argument("--peers-max", type=int, default=10_000, help="largest corpus to run check-jsonschema and Hugo on")
+    parser.add_argument(
+        "--peers-max", type=int, default=10_000, help="largest corpus to run check-jsonschema and Hugo on"
+    )
     parser.add_argument("--mkdocs-max", type=int, default=1_000, help="largest corpus to run MkDocs on")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "BENCHMARKS.md")
     args = parser.parse_args()

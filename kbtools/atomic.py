@@ -8,15 +8,16 @@ replaced (ChangedMeanwhile). What is left between that re-check and the rename i
 of one system call, the same window git's own index update has. The replacement keeps the
 file's permission bits and, where the process may set them, its owner and group.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 class ChangedMeanwhile(Exception):
@@ -79,7 +80,9 @@ def replace_file(path: Path, text: str, expected: bytes | None = None) -> None:
             except FileNotFoundError:
                 now = None
             if now != expected:
-                raise ChangedMeanwhile(f"{path.name} changed while kb worked on it; it was left as it is (run kb again)")
+                raise ChangedMeanwhile(
+                    f"{path.name} changed while kb worked on it; it was left as it is (run kb again)"
+                )
 
 
 def create_file(path: Path, text: str) -> None:
@@ -103,6 +106,7 @@ def writers_lock(directory: Path) -> Iterator[None]:
     """One kb writer of records at a time (kb fmt, kb new): a lock on the records directory itself.
     Every writer holds it while its temporaries exist, so under it any temporary is a killed run's."""
     import fcntl
+
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

@@ -1,4 +1,5 @@
 """Writing records: `kb new` skeletons, written atomically, never over an existing record."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -43,13 +44,21 @@ def _placeholder(name: str, schema: dict[str, Any], resolver) -> tuple[str, str]
     return '"TODO"', "  # fill in"
 
 
-def skeleton(record_type: RecordType, record_id: str, name: str, sources: list[str], today: dt.date | None = None) -> str:
+def skeleton(
+    record_type: RecordType, record_id: str, name: str, sources: list[str], today: dt.date | None = None
+) -> str:
     """A draft record that passes `kb check`: envelope, then the type's required fields."""
     today = today or dt.date.today()
     quoted_name = name.replace("\\", "\\\\").replace('"', '\\"')
-    lines = ["---", f"id: {record_id}", f"type: {record_type.name}", f'name: "{quoted_name}"',
-             "status: draft             # verified | draft | contested | deprecated",
-             "confidence: 0.3", f"updated: {today.isoformat()}"]
+    lines = [
+        "---",
+        f"id: {record_id}",
+        f"type: {record_type.name}",
+        f'name: "{quoted_name}"',
+        "status: draft             # verified | draft | contested | deprecated",
+        "confidence: 0.3",
+        f"updated: {today.isoformat()}",
+    ]
     if sources:
         lines.append(f"sources: [{', '.join(sources)}]")
     properties = record_type.schema.get("properties", {})
@@ -58,13 +67,25 @@ def skeleton(record_type: RecordType, record_id: str, name: str, sources: list[s
             continue
         value, comment = _placeholder(field_name, properties.get(field_name, {}), record_type.resolver)
         lines.append(f"{field_name}: {value}{comment}")
-    lines += ["---", f"What {name} is, in your own words, with the figures it is known for and",
-              "links like `[[dir/id]]` to related records.", ""]
+    lines += [
+        "---",
+        f"What {name} is, in your own words, with the figures it is known for and",
+        "links like `[[dir/id]]` to related records.",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, sources: list[str],
-               record_id: str | None = None, force: bool = False, from_config: Path | None = None) -> tuple[Path, Any]:
+def new_record(
+    root: Path,
+    registry: TypeRegistry,
+    type_name: str,
+    name: str,
+    sources: list[str],
+    record_id: str | None = None,
+    force: bool = False,
+    from_config: Path | None = None,
+) -> tuple[Path, Any]:
     """Write a draft record; with from_config, its fields read from a config file (the type's schema says
     it can: x-kb-from-config). Returns the path and what the reading left out (or None)."""
     record_type = registry.types.get(type_name)
@@ -73,23 +94,34 @@ def new_record(root: Path, registry: TypeRegistry, type_name: str, name: str, so
     record_id = record_id or slug(name)
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", record_id or ""):
         raise AuthoringError(f"cannot make an id from '{name}'; pass --id")
-    cited = any(isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", []))
+    cited = any(
+        isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", [])
+    )
     if cited and not sources:
-        raise AuthoringError(f"{article(type_name)} {type_name} record must cite at least one source: pass --source SOURCE-ID")
+        raise AuthoringError(
+            f"{article(type_name)} {type_name} record must cite at least one source: pass --source SOURCE-ID"
+        )
     path = root / "records" / record_type.dir / f"{record_id}.md"
     reading = None
     if from_config is not None:
         reader = record_type.schema.get("x-kb-from-config")
         if not isinstance(reader, dict) or reader.get("format") != "huggingface":
-            readers = sorted(t.name for t in registry.types.values() if isinstance(t.schema.get("x-kb-from-config"), dict))
-            raise AuthoringError(f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
-                                 f"(types that can: {', '.join(readers) or 'none'})")
+            readers = sorted(
+                t.name for t in registry.types.values() if isinstance(t.schema.get("x-kb-from-config"), dict)
+            )
+            raise AuthoringError(
+                f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
+                f"(types that can: {', '.join(readers) or 'none'})"
+            )
         from .hfconfig import ConfigError, load_config, read_config, record_text
+
         try:
             reading = read_config(load_config(from_config), from_config, dict(reader.get("fields", {})))
         except ConfigError as exc:
             raise AuthoringError(f"{exc}; nothing written") from None
-        text = record_text(record_type.name, record_id, name, sources, reading, dt.date.today().isoformat(), from_config.name)
+        text = record_text(
+            record_type.name, record_id, name, sources, reading, dt.date.today().isoformat(), from_config.name
+        )
     else:
         text = skeleton(record_type, record_id, name, sources)
     with writers_lock(root / "records"):
@@ -109,7 +141,9 @@ def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
     try:
         create_file(path, text)
     except FileExistsError:
-        raise AuthoringError(f"{path.relative_to(root)} already exists; kb new never overwrites a record (--force replaces it)") from None
+        raise AuthoringError(
+            f"{path.relative_to(root)} already exists; kb new never overwrites a record (--force replaces it)"
+        ) from None
     return path
 
 

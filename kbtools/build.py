@@ -4,6 +4,7 @@ It reads the Corpus `kb check` produced (records, link graph, computed values) a
 never re-parses a file. Templates and static assets are the knowledge base's own
 theme in site/ (editable); pages go to site/_build/ (or --out).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,17 +27,29 @@ from .charts import Bar, Roof, bar_chart, neighbourhood, roofline
 from .compute import Value, substituted
 from .diagnostics import Diagnostic, Severity
 from .links import Index, backlinks, iter_references
+from .load import ID_PATTERN
 from .model import Corpus, Record
-from .render import BodyRenderer, safe_url, value_anchor
 from .progress import track
 from .publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
-from .load import ID_PATTERN
 from .registry import DIR_PATTERN
+from .render import BodyRenderer, safe_url, value_anchor
 from .units import format_quantity, registry
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
-ENVELOPE = ("id", "type", "name", "status", "confidence", "updated", "sources", "basis", "aliases", "notes", "unknown",
-            "distinct_from")
+ENVELOPE = (
+    "id",
+    "type",
+    "name",
+    "status",
+    "confidence",
+    "updated",
+    "sources",
+    "basis",
+    "aliases",
+    "notes",
+    "unknown",
+    "distinct_from",
+)
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
 
 
@@ -75,8 +88,12 @@ class SiteBuilder:
         self.index = Index(corpus)
         theme = corpus.settings.root / "site"
         self.theme = theme
-        self.env = Environment(loader=FileSystemLoader(str(theme / "templates")), autoescape=select_autoescape(default=True),
-                               trim_blocks=True, lstrip_blocks=True)
+        self.env = Environment(
+            loader=FileSystemLoader(str(theme / "templates")),
+            autoescape=select_autoescape(default=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
         self.env.filters["json_script"] = json_script
         self.env.filters["plural"] = plural
         self.errors_by_path: dict[str, list[Diagnostic]] = defaultdict(list)
@@ -84,15 +101,23 @@ class SiteBuilder:
             self.errors_by_path[d.path].append(d)
         # a record whose file name is no valid id (KB108, shown only under --force) gets no page and is
         # never a link target: its name would otherwise reach paths and hrefs
-        self.pages = {key for key, record in corpus.records.items() if ID_PATTERN.match(record.stem) and DIR_PATTERN.match(record.dir)}
-        self.renderer = BodyRenderer(corpus, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else "")
+        self.pages = {
+            key
+            for key, record in corpus.records.items()
+            if ID_PATTERN.match(record.stem) and DIR_PATTERN.match(record.dir)
+        }
+        self.renderer = BodyRenderer(
+            corpus, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else ""
+        )
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
         theme_hash = hashlib.blake2b(digest_size=16)
         for path in sorted(p for p in theme.rglob("*") if p.is_file() and "_build" not in p.parts):
             theme_hash.update(path.as_posix().encode())
             theme_hash.update(path.read_bytes())
-        self.global_key = f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:{self.index.fingerprint()}"
+        self.global_key = (
+            f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:{self.index.fingerprint()}"
+        )
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
@@ -106,7 +131,8 @@ class SiteBuilder:
         root = relative(page, "index.html").removesuffix("index.html") or "./"
         context.setdefault("title", "")
         html = self.env.get_template(template).render(
-            root=root, page=page, types=self.types_in_order, version=__version__, **context)
+            root=root, page=page, types=self.types_in_order, version=__version__, **context
+        )
         self.write(page, html)
 
     def build(self) -> int:
@@ -181,32 +207,53 @@ class SiteBuilder:
     def link(self, page: str, key: str) -> dict[str, str]:
         record = self.corpus.records[key]
         name = record.data.get("name")
-        return {"href": relative(page, page_path(key)) if key in self.pages else "", "label": name if isinstance(name, str) else record.id,
-                "key": key, "type": record.type or "", "status": str(record.data.get("status", ""))}
+        return {
+            "href": relative(page, page_path(key)) if key in self.pages else "",
+            "label": name if isinstance(name, str) else record.id,
+            "key": key,
+            "type": record.type or "",
+            "status": str(record.data.get("status", "")),
+        }
 
     def value_view(self, page: str, value: Value | None, unit: str | None = None) -> dict[str, Any] | None:
         if value is None:
             return None
         sources = [self.source_link(page, s) for s in value.sources]
         view: dict[str, Any] = {
-            "text": value.shown(unit), "basis": value.basis, "vendor_claim": value.vendor_claim,
-            "note": value.note, "computed": value.computed, "sources": [s for s in sources if s],
-            "anchor": value_anchor(value.name), "confidence": value.confidence,
+            "text": value.shown(unit),
+            "basis": value.basis,
+            "vendor_claim": value.vendor_claim,
+            "note": value.note,
+            "computed": value.computed,
+            "sources": [s for s in sources if s],
+            "anchor": value_anchor(value.name),
+            "confidence": value.confidence,
         }
         if value.computed and value.rows is None:
             view["why"] = self.why(page, value)
         if value.alternatives:
-            view["alternatives"] = [{"text": a.shown(unit), "rank": a.rank, "basis": a.basis, "note": a.note,
-                                     "sources": [s for s in (self.source_link(page, s) for s in a.sources) if s]}
-                                    for a in value.alternatives]
+            view["alternatives"] = [
+                {
+                    "text": a.shown(unit),
+                    "rank": a.rank,
+                    "basis": a.basis,
+                    "note": a.note,
+                    "sources": [s for s in (self.source_link(page, s) for s in a.sources) if s],
+                }
+                for a in value.alternatives
+            ]
         if value.computed and value.variants:
-            view["range"] = {"text": value.spread_shown(unit),
-                             "over": [f"{label}: {format_quantity(q, unit or value.unit, 4)}" for label, q in value.variants]}
+            view["range"] = {
+                "text": value.spread_shown(unit),
+                "over": [f"{label}: {format_quantity(q, unit or value.unit, 4)}" for label, q in value.variants],
+            }
         if value.recomputed is not None:
             view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}
         if value.rows is not None:
-            view["rows"] = [{"link": self.link(page, row_key), "value": self.value_view(page, row, value.unit)}
-                            for row_key, row in value.rows]
+            view["rows"] = [
+                {"link": self.link(page, row_key), "value": self.value_view(page, row, value.unit)}
+                for row_key, row in value.rows
+            ]
             view["formula"] = value.formula.text if value.formula else ""
         return view
 
@@ -214,14 +261,24 @@ class SiteBuilder:
         inputs = []
         for name, used in value.inputs:
             record = self.corpus.records.get(used.record)
-            inputs.append({
-                "name": name, "text": used.shown(), "basis": used.basis if not used.computed else "derived",
-                "link": self.link(page, used.record) if record else None,
-                "anchor": value_anchor(used.name),
-                "sources": [s for s in (self.source_link(page, s) for s in used.sources) if s],
-            })
-        return {"formula": value.formula.text if value.formula else "", "substituted": substituted(value),
-                "result": value.shown(), "input_basis": value.input_basis, "confidence": value.confidence, "inputs": inputs}
+            inputs.append(
+                {
+                    "name": name,
+                    "text": used.shown(),
+                    "basis": used.basis if not used.computed else "derived",
+                    "link": self.link(page, used.record) if record else None,
+                    "anchor": value_anchor(used.name),
+                    "sources": [s for s in (self.source_link(page, s) for s in used.sources) if s],
+                }
+            )
+        return {
+            "formula": value.formula.text if value.formula else "",
+            "substituted": substituted(value),
+            "result": value.shown(),
+            "input_basis": value.input_basis,
+            "confidence": value.confidence,
+            "inputs": inputs,
+        }
 
     def source_link(self, page: str, source_id: str) -> dict[str, Any] | None:
         record, _ = self.index.resolve(source_id)
@@ -233,20 +290,38 @@ class SiteBuilder:
         return view
 
     def diagnostics_for(self, record: Record) -> list[dict[str, Any]]:
-        return [{"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
-                for d in self.errors_by_path.get(record.path, [])]
+        return [
+            {"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
+            for d in self.errors_by_path.get(record.path, [])
+        ]
 
     # ------------------------------------------------------------ pages
     def home(self) -> None:
         counts = Counter(r.type for r in self.corpus.records.values())
         statuses = Counter(str(r.data.get("status")) for r in self.corpus.records.values())
-        by_type = [{"title": t.title, "dir": t.dir, "count": counts.get(t.name, 0), "href": f"{t.dir}/index.html",
-                    "description": t.schema.get("description", "")} for t in self.types_in_order]
+        by_type = [
+            {
+                "title": t.title,
+                "dir": t.dir,
+                "count": counts.get(t.name, 0),
+                "href": f"{t.dir}/index.html",
+                "description": t.schema.get("description", ""),
+            }
+            for t in self.types_in_order
+        ]
         # The theme chooses what "Start here" lists (home.html): it asks for a record by id and a type's
         # index by type name, and leaves out what this repository does not have.
-        self.render("home.html", "index.html", title="", by_type=by_type, statuses=sorted(statuses.items()),
-                    total=len(self.corpus.records), record_link=self.home_record_link, type_index=self.home_type_index,
-                    errors=sum(d.severity is Severity.ERROR for d in self.corpus.diagnostics))
+        self.render(
+            "home.html",
+            "index.html",
+            title="",
+            by_type=by_type,
+            statuses=sorted(statuses.items()),
+            total=len(self.corpus.records),
+            record_link=self.home_record_link,
+            type_index=self.home_type_index,
+            errors=sum(d.severity is Severity.ERROR for d in self.corpus.diagnostics),
+        )
 
     def home_record_link(self, record_id: str) -> dict[str, str] | None:
         target, _ = self.index.resolve(record_id)
@@ -260,7 +335,9 @@ class SiteBuilder:
         page = f"{record_type.dir}/index.html"
         columns = record_type.columns
         rows = []
-        for key, record in sorted(self.corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0])).lower()):
+        for key, record in sorted(
+            self.corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0])).lower()
+        ):
             if record.type != record_type.name:
                 continue
             computed = self.corpus.computed.get(key, {}).get("fields", {})
@@ -270,15 +347,29 @@ class SiteBuilder:
                 if value is not None:
                     canonical = record_type.plan.properties[column].quantity
                     unit = canonical if canonical not in (None, "*") else None
-                    cells.append({"text": value.shown(unit), "sort": _sort_key(value, unit), "basis": value.basis, "computed": value.computed})
+                    cells.append(
+                        {
+                            "text": value.shown(unit),
+                            "sort": _sort_key(value, unit),
+                            "basis": value.basis,
+                            "computed": value.computed,
+                        }
+                    )
                 else:
                     raw = record.data.get(column)
                     text = ", ".join(map(str, raw)) if isinstance(raw, list) else ("" if raw is None else str(raw))
                     cells.append({"text": text, "sort": text.lower(), "basis": None, "computed": False})
             rows.append({"link": self.link(page, key), "status": str(record.data.get("status", "")), "cells": cells})
         chart = self.roofline_comparison(page, record_type) if record_type.chart("roofline") else ""
-        self.render("type_index.html", page, title=record_type.title, record_type=record_type, columns=columns, rows=rows,
-                    chart=Markup(chart))
+        self.render(
+            "type_index.html",
+            page,
+            title=record_type.title,
+            record_type=record_type,
+            columns=columns,
+            rows=rows,
+            chart=Markup(chart),
+        )
 
     def record_page(self, key: str) -> None:
         record = self.corpus.records[key]
@@ -291,35 +382,89 @@ class SiteBuilder:
             for ref in iter_references(record, record_type.plan, set(self.registry.dirs)):
                 if len(ref.path) <= 2 and ref.path[0] not in SECTIONS:
                     target, _ = self.index.resolve(ref.value)
-                    refs[ref.path[0]].append(self.link(page, target.key) if target else {"href": None, "label": ref.value})
+                    refs[ref.path[0]].append(
+                        self.link(page, target.key) if target else {"href": None, "label": ref.value}
+                    )
             for name in record_type.property_order:
                 if name in ENVELOPE or name in SECTIONS:
                     continue
                 value = computed.get("fields", {}).get(name)
                 schema = record_type.schema.get("properties", {}).get(name, {})
                 if value is not None:
-                    fields.append({"name": name, "description": schema.get("description", ""), "value": self.value_view(page, value)})
+                    fields.append(
+                        {
+                            "name": name,
+                            "description": schema.get("description", ""),
+                            "value": self.value_view(page, value),
+                        }
+                    )
                 elif name in refs:
                     fields.append({"name": name, "description": schema.get("description", ""), "links": refs[name]})
                 elif name in record.data:
                     raw = record.data[name]
-                    url = raw if schema.get("format") == "uri" and isinstance(raw, str) and safe_url(raw) and raw.startswith("http") else None
-                    fields.append({"name": name, "description": schema.get("description", ""), "url": url,
-                                   "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw)})
-        costs = [{"name": name, "label": (record.data.get("costs", {}).get(name) or {}).get("label", ""),
-                  "stated": _stated(record, name), "value": self.value_view(page, value)}
-                 for name, value in computed.get("costs", {}).items()]
+                    url = (
+                        raw
+                        if schema.get("format") == "uri"
+                        and isinstance(raw, str)
+                        and safe_url(raw)
+                        and raw.startswith("http")
+                        else None
+                    )
+                    fields.append(
+                        {
+                            "name": name,
+                            "description": schema.get("description", ""),
+                            "url": url,
+                            "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw),
+                        }
+                    )
+        costs = [
+            {
+                "name": name,
+                "label": (record.data.get("costs", {}).get(name) or {}).get("label", ""),
+                "stated": _stated(record, name),
+                "value": self.value_view(page, value),
+            }
+            for name, value in computed.get("costs", {}).items()
+        ]
         inputs = self.inputs_view(page, record)
-        hardware = [{"parameter": self.link(page, self.index.resolve(pid)[0].key) if self.index.resolve(pid)[0] else {"label": pid, "href": None},
-                     "rows": [{"link": self.link(page, k), "value": self.value_view(page, v)} for k, v in table.items()],
-                     "chart": Markup(bar_chart([Bar(self.corpus.records[k].data.get("name", k), float(v.quantity.magnitude), pid,
-                                                    relative(page, page_path(k))) for k, v in table.items() if v is not None],
-                                               f"{next((v.quantity.units for v in table.values() if v), ''):~P}", pid, log=False)
-                                     if any(table.values()) else "")}
-                    for pid, table in computed.get("hardware", {}).items()]
-        rows = record.data.get("hardware_parameters") if isinstance(record.data.get("hardware_parameters"), list) else []
+        hardware = [
+            {
+                "parameter": self.link(page, self.index.resolve(pid)[0].key)
+                if self.index.resolve(pid)[0]
+                else {"label": pid, "href": None},
+                "rows": [{"link": self.link(page, k), "value": self.value_view(page, v)} for k, v in table.items()],
+                "chart": Markup(
+                    bar_chart(
+                        [
+                            Bar(
+                                self.corpus.records[k].data.get("name", k),
+                                float(v.quantity.magnitude),
+                                pid,
+                                relative(page, page_path(k)),
+                            )
+                            for k, v in table.items()
+                            if v is not None
+                        ],
+                        f"{next((v.quantity.units for v in table.values() if v), ''):~P}",
+                        pid,
+                        log=False,
+                    )
+                    if any(table.values())
+                    else ""
+                ),
+            }
+            for pid, table in computed.get("hardware", {}).items()
+        ]
+        rows = (
+            record.data.get("hardware_parameters") if isinstance(record.data.get("hardware_parameters"), list) else []
+        )
         claims = record.data.get("claims") if isinstance(record.data.get("claims"), list) else []
-        sources = [s for s in (self.source_link(page, sid) for sid in record.data.get("sources") or [] if isinstance(sid, str)) if s]
+        sources = [
+            s
+            for s in (self.source_link(page, sid) for sid in record.data.get("sources") or [] if isinstance(sid, str))
+            if s
+        ]
         outgoing = defaultdict(list)
         if self.corpus.graph is not None and key in self.corpus.graph:
             for _, target, data in self.corpus.graph.out_edges(key, data=True):
@@ -328,22 +473,48 @@ class SiteBuilder:
                 if target != key and self.link(page, target) not in outgoing[field]:
                     outgoing[field].append(self.link(page, target))
         incoming = {field: [self.link(page, k) for k in keys] for field, keys in backlinks(self.corpus, key).items()}
-        neighbours = {**{l["key"]: (l, "out") for links in outgoing.values() for l in links},
-                      **{l["key"]: (l, "in") for links in incoming.values() for l in links}}
-        graph_svg = neighbourhood((str(record.data.get("name", key)), record.type or "", page),
-                                  [(l["label"], l["type"], l["href"], d) for l, d in neighbours.values()])
-        self.render("record.html", page, title=str(record.data.get("name", key)), record=record, key=key,
-                    type_title=record_type.title if record_type else record.type, type_dir=record.dir,
-                    status=str(record.data.get("status", "")), confidence=record.data.get("confidence"),
-                    updated=record.data.get("updated"), notes=record.data.get("notes"),
-                    unknown=record.unknown, fields=fields, costs=costs, inputs=inputs, hardware=hardware, hardware_rows=rows, claims=claims,
-                    body=Markup(self.renderer.render(key)), sources=sources,
-                    outgoing=dict(sorted(outgoing.items())), incoming=incoming, graph=Markup(graph_svg),
-                    cost_chart=Markup(self.cost_chart(page, record, computed)),
-                    roofline=Markup(self.roofline_for(page, record_type, [key]) if record_type and record_type.chart("roofline") else ""),
-                    parameter_chart=Markup(self.parameter_chart(page, record) if self.registry.has_role(record.type, "parameter") else ""),
-                    calculator=self.calculator.model(key),
-                    diagnostics=self.diagnostics_for(record))
+        neighbours = {
+            **{link["key"]: (link, "out") for links in outgoing.values() for link in links},
+            **{link["key"]: (link, "in") for links in incoming.values() for link in links},
+        }
+        graph_svg = neighbourhood(
+            (str(record.data.get("name", key)), record.type or "", page),
+            [(link["label"], link["type"], link["href"], d) for link, d in neighbours.values()],
+        )
+        self.render(
+            "record.html",
+            page,
+            title=str(record.data.get("name", key)),
+            record=record,
+            key=key,
+            type_title=record_type.title if record_type else record.type,
+            type_dir=record.dir,
+            status=str(record.data.get("status", "")),
+            confidence=record.data.get("confidence"),
+            updated=record.data.get("updated"),
+            notes=record.data.get("notes"),
+            unknown=record.unknown,
+            fields=fields,
+            costs=costs,
+            inputs=inputs,
+            hardware=hardware,
+            hardware_rows=rows,
+            claims=claims,
+            body=Markup(self.renderer.render(key)),
+            sources=sources,
+            outgoing=dict(sorted(outgoing.items())),
+            incoming=incoming,
+            graph=Markup(graph_svg),
+            cost_chart=Markup(self.cost_chart(page, record, computed)),
+            roofline=Markup(
+                self.roofline_for(page, record_type, [key]) if record_type and record_type.chart("roofline") else ""
+            ),
+            parameter_chart=Markup(
+                self.parameter_chart(page, record) if self.registry.has_role(record.type, "parameter") else ""
+            ),
+            calculator=self.calculator.model(key),
+            diagnostics=self.diagnostics_for(record),
+        )
 
     def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:
         inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
@@ -372,28 +543,48 @@ class SiteBuilder:
             label = (record.data.get("costs", {}).get(name) or {}).get("label") or name
             for row_key, row in value.rows:
                 target = self.corpus.records[row_key]
-                bars.append(Bar(str(target.data.get("name", row_key)), float(row.quantity.to("ms").magnitude), label,
-                                relative(page, page_path(row_key))))
+                bars.append(
+                    Bar(
+                        str(target.data.get("name", row_key)),
+                        float(row.quantity.to("ms").magnitude),
+                        label,
+                        relative(page, page_path(row_key)),
+                    )
+                )
         return bar_chart(bars, "ms", "Time per row, by cost (log scale)") if bars else ""
 
-    def roofs(self, page: str, spec: dict[str, Any], keys: list[str], labels: tuple[str, ...] | None = None) -> list[Roof]:
+    def roofs(
+        self, page: str, spec: dict[str, Any], keys: list[str], labels: tuple[str, ...] | None = None
+    ) -> list[Roof]:
         """A roof per record from the fields its type's roofline chart names (x-kb-charts)."""
         roofs = []
-        peak_fields = {label: name for label, name in (spec.get("peaks") or {}).items() if labels is None or label in labels}
+        peak_fields = {
+            label: name for label, name in (spec.get("peaks") or {}).items() if labels is None or label in labels
+        }
         for key in keys:
             fields = self.corpus.computed.get(key, {}).get("fields", {})
             bandwidth = fields.get(spec["bandwidth"])
             if bandwidth is None:
                 continue
-            peaks = tuple((label, float(fields[name].quantity.to("FLOP/s").magnitude))
-                          for label, name in peak_fields.items() if fields.get(name) is not None)
+            peaks = tuple(
+                (label, float(fields[name].quantity.to("FLOP/s").magnitude))
+                for label, name in peak_fields.items()
+                if fields.get(name) is not None
+            )
             if peaks:
                 name = self.corpus.records[key].data.get("name", key)
-                roofs.append(Roof(str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))))
+                roofs.append(
+                    Roof(
+                        str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))
+                    )
+                )
         return roofs
 
     def roofline_for(self, page: str, record_type, keys: list[str]) -> str:
-        return roofline(self.roofs(page, record_type.chart("roofline"), keys), "Roofline: attainable dense FLOP/s by arithmetic intensity")
+        return roofline(
+            self.roofs(page, record_type.chart("roofline"), keys),
+            "Roofline: attainable dense FLOP/s by arithmetic intensity",
+        )
 
     def roofline_comparison(self, page: str, record_type) -> str:
         spec = record_type.chart("roofline")
@@ -411,8 +602,14 @@ class SiteBuilder:
             value = self.corpus.computed.get(key, {}).get("fields", {}).get(field) if field else None
             if value is not None and value.quantity is not None and unit:
                 try:
-                    bars.append(Bar(str(other.data.get("name", key)), float(value.quantity.to(unit).magnitude), other.type or "",
-                                    relative(page, page_path(key))))
+                    bars.append(
+                        Bar(
+                            str(other.data.get("name", key)),
+                            float(value.quantity.to(unit).magnitude),
+                            other.type or "",
+                            relative(page, page_path(key)),
+                        )
+                    )
                 except Exception:  # a dimension mismatch is reported by kb check (KB510)
                     continue
         bars.sort(key=lambda b: -b.value)
@@ -424,7 +621,9 @@ class SiteBuilder:
         types = [t.name for t in self.types_in_order]
         for i, (key, record) in enumerate(sorted((k, r) for k, r in self.corpus.records.items() if k in self.pages)):
             index[key] = i
-            nodes.append([key, str(record.data.get("name", key))[:80], types.index(record.type) if record.type in types else -1])
+            nodes.append(
+                [key, str(record.data.get("name", key))[:80], types.index(record.type) if record.type in types else -1]
+            )
         edges = set()
         for source, target, _, _ in self.corpus.edges or ():
             if source != target and source in index and target in index:
@@ -442,8 +641,13 @@ def plural(title: str) -> str:
 def json_script(data: Any) -> Markup:
     """JSON for a <script type="application/json"> block: no '<' can end the block early."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-                  .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return Markup(
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _stated(record: Record, name: str) -> str | None:
@@ -465,8 +669,12 @@ def _sort_key(value: Value, unit: str | None) -> str:
 def run_pagefind(out: Path) -> str | None:
     """Index the built pages for search; returns a warning text when it cannot."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "pagefind", "--site", str(out), "--output-subdir", "pagefind"],
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pagefind", "--site", str(out), "--output-subdir", "pagefind"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"search index not built: {exc}"
     if proc.returncode != 0:

@@ -20,6 +20,7 @@ A file is taken as unchanged, without reading it, when what git's index compares
 the same -- size, modification and change time (ns), inode -- and it was not changed
 within two seconds before the cache was written (git's racy-clean rule).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,9 +31,9 @@ import sqlite3
 import stat as stat_module
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Iterator
+from typing import Any
 
 from . import __version__
 from .diagnostics import Diagnostic, Severity
@@ -68,6 +69,7 @@ def file_stat(st: os.stat_result) -> list[int]:
 
 
 # ---------------------------------------------------------------- the secret
+
 
 def _secret_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -111,6 +113,7 @@ def _types() -> dict[str, Any]:
         from .links import Reference
         from .model import Record
         from .wikilinks import BodyScan, InlineSpan, WikiLink
+
         _TYPES.update(Reference=Reference, Record=Record, BodyScan=BodyScan, InlineSpan=InlineSpan, WikiLink=WikiLink)
     return _TYPES
 
@@ -118,16 +121,34 @@ def _types() -> dict[str, Any]:
 def _default(value: Any) -> Any:
     t = _types()
     if isinstance(value, Diagnostic):
-        return {"$d": [value.code, value.severity.value, value.path, value.line, value.column, value.message, value.hint]}
+        return {
+            "$d": [value.code, value.severity.value, value.path, value.line, value.column, value.message, value.hint]
+        }
     if isinstance(value, t["Record"]):
-        return {"$r": [value.path, value.dir, value.stem, value.data,
-                       Positions.pack(value.positions), Positions.pack(value.value_positions),
-                       value.body, value.body_line, value.type, value.digest]}
+        return {
+            "$r": [
+                value.path,
+                value.dir,
+                value.stem,
+                value.data,
+                Positions.pack(value.positions),
+                Positions.pack(value.value_positions),
+                value.body,
+                value.body_line,
+                value.type,
+                value.digest,
+            ]
+        }
     if isinstance(value, t["Reference"]):
         return {"$ref": [list(value.path), value.value, list(value.types)]}
     if isinstance(value, t["BodyScan"]):
-        return {"$scan": [[[l.target, l.anchor, l.label, l.line, l.column] for l in value.links],
-                          [[v.content, v.line, v.column] for v in value.values], value.skipped]}
+        return {
+            "$scan": [
+                [[link.target, link.anchor, link.label, link.line, link.column] for link in value.links],
+                [[v.content, v.line, v.column] for v in value.values],
+                value.skipped,
+            ]
+        }
     raise TypeError(f"kb does not cache a {type(value).__name__}")
 
 
@@ -137,24 +158,37 @@ _ARITY = {"$d": 7, "$r": 10, "$ref": 3, "$scan": 3}
 def _hook(obj: dict) -> Any:
     if len(obj) != 1:
         return obj
-    (tag, body), = obj.items()
+    ((tag, body),) = obj.items()
     if _ARITY.get(tag) != (len(body) if isinstance(body, list) else -1):
         return obj  # an ordinary mapping that happens to have one key
     t = _types()
     if tag == "$d":
         code, severity, path, line, column, message, hint = body
-        return Diagnostic.model_construct(code=code, severity=Severity(severity), path=path, line=line,
-                                          column=column, message=message, hint=hint)
+        return Diagnostic.model_construct(
+            code=code, severity=Severity(severity), path=path, line=line, column=column, message=message, hint=hint
+        )
     if tag == "$r":
         path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
-        return t["Record"](path=path, dir=directory, stem=stem, data=data,
-                           positions=Positions(positions), value_positions=Positions(value_positions),
-                           body=text, body_line=body_line, type=type_, digest=file_digest)
+        return t["Record"](
+            path=path,
+            dir=directory,
+            stem=stem,
+            data=data,
+            positions=Positions(positions),
+            value_positions=Positions(value_positions),
+            body=text,
+            body_line=body_line,
+            type=type_,
+            digest=file_digest,
+        )
     if tag == "$ref":
         return t["Reference"](tuple(body[0]), body[1], tuple(body[2]))
     links, values, skipped = body
-    return t["BodyScan"](tuple(t["WikiLink"](*l) for l in links), tuple(t["InlineSpan"](*v) for v in values),
-                         tuple(skipped) if skipped else None)
+    return t["BodyScan"](
+        tuple(t["WikiLink"](*link) for link in links),
+        tuple(t["InlineSpan"](*v) for v in values),
+        tuple(skipped) if skipped else None,
+    )
 
 
 class Positions(Mapping):
@@ -217,13 +251,19 @@ def revive(value: Any) -> Any:
 
 # ---------------------------------------------------------------- tables of entries, decoded on first use
 
+
 def _same(value: Any) -> Any:
     return value
 
 
 # how each field of an entry is revived: plain fields stay as they are (edges are thousands of small lists)
-_REVIVERS = {"digest": _same, "stat": _same, "deps": _same, "resolved": _same,
-             "links": lambda v: {**v, "diagnostics": revive(v.get("diagnostics", []))} if isinstance(v, dict) else v}
+_REVIVERS = {
+    "digest": _same,
+    "stat": _same,
+    "deps": _same,
+    "resolved": _same,
+    "links": lambda v: {**v, "diagnostics": revive(v.get("diagnostics", []))} if isinstance(v, dict) else v,
+}
 
 
 class Entry(dict):
@@ -231,7 +271,7 @@ class Entry(dict):
     text and decoded, into kb's types, only when first asked for: a warm run never touches most of them,
     and a field never asked for is written back as the same text."""
 
-    def __init__(self, data: dict, table: "Table", name: str, stored: bool = False):
+    def __init__(self, data: dict, table: Table, name: str, stored: bool = False):
         super().__init__(data)
         self._table, self._name = table, name
         self._pending = set(data) if stored else set()
@@ -331,7 +371,11 @@ class Cache:
         return hashlib.blake2b(message, key=self.secret[:64], digest_size=32).hexdigest()
 
     def _verify(self, table: str, name: str, body: str, mac: str) -> Any:
-        if not isinstance(body, str) or not isinstance(mac, str) or not hmac.compare_digest(self._mac(table, name, body), mac):
+        if (
+            not isinstance(body, str)
+            or not isinstance(mac, str)
+            or not hmac.compare_digest(self._mac(table, name, body), mac)
+        ):
             return None
         try:
             data = decode(body)
@@ -374,8 +418,10 @@ class Cache:
                 self.written_ns = meta.get("written_ns") if isinstance(meta.get("written_ns"), int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
                 for table in (self.files, self.compute):
-                    table.raw = {name: (body, mac) for name, body, mac in
-                                 connection.execute(f"SELECT name, body, mac FROM {table.name}")}
+                    table.raw = {
+                        name: (body, mac)
+                        for name, body, mac in connection.execute(f"SELECT name, body, mac FROM {table.name}")
+                    }
             finally:
                 connection.close()
         except (sqlite3.Error, ValueError, TypeError, OSError):
@@ -431,7 +477,9 @@ class Cache:
                 return
             try:
                 self._write()
-            except sqlite3.DatabaseError:  # not a database at all (a stray or planted file): kb's own cache, so start it anew
+            except (
+                sqlite3.DatabaseError
+            ):  # not a database at all (a stray or planted file): kb's own cache, so start it anew
                 self.path.unlink(missing_ok=True)
                 for table in (self.files, self.compute):
                     table.dirty.update(table.live)
@@ -445,7 +493,9 @@ class Cache:
             with connection:
                 connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
                 for table in ("files", "compute"):
-                    connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)")
+                    connection.execute(
+                        f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)"
+                    )
                 stored = connection.execute("SELECT body FROM meta WHERE name = 'key'").fetchone()
                 fresh = stored is None or self._verify("meta", "key", *json.loads(stored[0])) != self.key
                 if fresh:  # another key, or rows this user did not sign: none of it is kept
@@ -457,8 +507,10 @@ class Cache:
                     for name in table.dirty:
                         entry = table.get(name)
                         if entry is not None:
-                            connection.execute(f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)",
-                                               self._row(table.name, name, entry.packed()))
+                            connection.execute(
+                                f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)",
+                                self._row(table.name, name, entry.packed()),
+                            )
                     connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
                 meta = {"key": self.key, "written_ns": time.time_ns(), "compute_global": list(self.compute_global)}
                 for name, value in meta.items():

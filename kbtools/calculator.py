@@ -5,6 +5,7 @@ evaluates (parsed by formula.py), with every quantity already reduced to base
 units and a dimension vector, so site/static/calc.js is a generic tree walker that
 adds exponents on * and refuses to add unlike dimensions, exactly as pint does here.
 """
+
 from __future__ import annotations
 
 import ast
@@ -67,8 +68,11 @@ class CalculatorExporter:
         self.by_type: dict[str, list[str]] = {}
         for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
             self.by_type.setdefault(record.type, []).append(key)
-        self.parameters = {r.id: r.data.get("carried_by") for r in corpus.records.values()
-                           if corpus.registry.has_role(r.type, "parameter") and isinstance(r.data.get("carried_by"), dict)}
+        self.parameters = {
+            r.id: r.data.get("carried_by")
+            for r in corpus.records.values()
+            if corpus.registry.has_role(r.type, "parameter") and isinstance(r.data.get("carried_by"), dict)
+        }
 
     def model(self, key: str) -> dict[str, Any] | None:
         return calculator_model(self.corpus, key, self)
@@ -96,7 +100,7 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
         values.update({name: base(v.quantity) for name, v in entry.get("costs", {}).items() if v.quantity is not None})
         refs = {}
         record_type = corpus.registry.types.get(target.type)
-        for name, plan in (record_type.plan.properties.items() if record_type else []):
+        for name, plan in record_type.plan.properties.items() if record_type else []:
             raw = target.data.get(name)
             if plan.ref_types and isinstance(raw, str):
                 resolved, _ = index.resolve(raw)
@@ -105,15 +109,23 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
             elif plan.items is not None and plan.items.ref_types and isinstance(raw, list):
                 refs[name] = [index.resolve(x)[0].key for x in raw if isinstance(x, str) and index.resolve(x)[0]]
         functions = {}  # the type's functions, each resolved to the variant this record's fields select
-        for function, specs in (record_type.functions.items() if record_type else []):
+        for function, specs in record_type.functions.items() if record_type else []:
             spec = matching(target, specs)
             try:
                 if spec is not None:
-                    functions[function] = {"params": list(spec.get("parameters", {})), "tree": tree(parse_formula(spec["formula"]).tree)}
+                    functions[function] = {
+                        "params": list(spec.get("parameters", {})),
+                        "tree": tree(parse_formula(spec["formula"]).tree),
+                    }
             except (FormulaError, QuantityError, KeyError, TypeError):
                 continue
-        records[target_key] = exports[target_key] = {"label": str(target.data.get("name", target_key)), "type": target.type,
-                                                     "values": values, "refs": refs, "functions": functions}
+        records[target_key] = exports[target_key] = {
+            "label": str(target.data.get("name", target_key)),
+            "type": target.type,
+            "values": values,
+            "refs": refs,
+            "functions": functions,
+        }
 
     export_record(key)
     inputs = []
@@ -124,19 +136,38 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
             types = {t.type for t in targets}
             keys = [t.key for t in targets]
             others = [k for t in sorted(types) for k in shared.by_type.get(t, [])[:MAX_CHOICES] if k not in keys]
-            choices = sorted(keys + others[: max(0, MAX_CHOICES - len(keys))], key=lambda k: str(corpus.records[k].data.get("name", k)))
+            choices = sorted(
+                keys + others[: max(0, MAX_CHOICES - len(keys))],
+                key=lambda k: str(corpus.records[k].data.get("name", k)),
+            )
             for choice in choices:
                 export_record(choice)
-            inputs.append({"name": name, "kind": "list" if isinstance(raw, list) else "ref",
-                           "value": keys if isinstance(raw, list) else keys[0], "choices": choices})
+            inputs.append(
+                {
+                    "name": name,
+                    "kind": "list" if isinstance(raw, list) else "ref",
+                    "value": keys if isinstance(raw, list) else keys[0],
+                    "choices": choices,
+                }
+            )
         else:
             try:
-                quantity = parse_quantity_text(raw["value"] if isinstance(raw, dict) else raw, "" if isinstance(raw, (int, float)) else None)
+                quantity = parse_quantity_text(
+                    raw["value"] if isinstance(raw, dict) else raw, "" if isinstance(raw, (int, float)) else None
+                )
             except (QuantityError, KeyError, TypeError):
                 return None
             unit = f"{quantity.units:~P}"
-            inputs.append({"name": name, "kind": "quantity", "value": float(quantity.magnitude), "unit": unit,
-                           "factor": base(quantity.units * 1)["m"], "d": base(quantity)["d"]})
+            inputs.append(
+                {
+                    "name": name,
+                    "kind": "quantity",
+                    "value": float(quantity.magnitude),
+                    "unit": unit,
+                    "factor": base(quantity.units * 1)["m"],
+                    "d": base(quantity)["d"],
+                }
+            )
     # rows of for_each over the record's own reference lists, and their referenced records
     for refs in list(records[key]["refs"].values()):
         for target_key in refs if isinstance(refs, list) else [refs]:
@@ -152,14 +183,30 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
         try:
             formula = parse_formula(spec["formula"])
             unit = parse_unit(spec["unit"])
-            exported = {"name": name, "label": spec.get("label", ""), "tree": tree(formula.tree), "formula": formula.text,
-                        "unit": spec["unit"], "factor": base(1 * unit)["m"]}
+            exported = {
+                "name": name,
+                "label": spec.get("label", ""),
+                "tree": tree(formula.tree),
+                "formula": formula.text,
+                "unit": spec["unit"],
+                "factor": base(1 * unit)["m"],
+            }
         except (FormulaError, QuantityError, KeyError):
             return None
         if isinstance(spec.get("for_each"), dict) and spec["for_each"]:
             exported["for_each"] = list(next(iter(spec["for_each"].items())))
         exported_costs.append(exported)
-    expected = {name: ([[k, v.quantity.magnitude] for k, v in value.rows] if value.rows is not None else value.quantity.magnitude)
-                for name, value in computed.items()}
-    return {"record": key, "inputs": inputs, "costs": exported_costs, "records": records,
-            "parameters": parameters, "expected": expected}
+    expected = {
+        name: (
+            [[k, v.quantity.magnitude] for k, v in value.rows] if value.rows is not None else value.quantity.magnitude
+        )
+        for name, value in computed.items()
+    }
+    return {
+        "record": key,
+        "inputs": inputs,
+        "costs": exported_costs,
+        "records": records,
+        "parameters": parameters,
+        "expected": expected,
+    }

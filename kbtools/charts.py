@@ -3,6 +3,7 @@
 Every label is escaped; colours come from CSS classes (the theme decides them, in
 light and dark), so the SVG carries no style attribute and passes a strict CSP.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ class Bar:
 
 def _log_ticks(low: float, high: float) -> list[float]:
     start, end = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    return [10.0 ** e for e in range(start, end + 1)]
+    return [10.0**e for e in range(start, end + 1)]
 
 
 def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
@@ -51,14 +52,20 @@ def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
         top_value = max(values) * 1.1
         ticks = [top_value * i / 4 for i in range(5)]
         scale = lambda v: v / top_value * plot_w  # noqa: E731
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-           f'<title>{escape(title)}</title>',
-           f'<text class="chart-title" x="0" y="16">{escape(title)}</text>']
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+        f'<text class="chart-title" x="0" y="16">{escape(title)}</text>',
+    ]
     for tick in ticks:
         x = label_w + scale(tick)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 30}"/>')
-        out.append(f'<text class="tick" x="{x:.1f}" y="{height - 14}" text-anchor="middle">{escape(format_number(tick))}</text>')
-    out.append(f'<text class="tick" x="{width - 4}" y="{height - 14}" text-anchor="end">{escape(unit)}{" (log)" if log else ""}</text>')
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{height - 14}" text-anchor="middle">{escape(format_number(tick))}</text>'
+        )
+    out.append(
+        f'<text class="tick" x="{width - 4}" y="{height - 14}" text-anchor="end">{escape(unit)}{" (log)" if log else ""}</text>'
+    )
     for i, bar in enumerate(bars):
         y = top + i * row
         w = max(scale(bar.value), 1.5)
@@ -67,16 +74,22 @@ def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
         label = escape(bar.label)
         text = f'<a href="{escape(bar.href)}">{escape(short)}</a>' if bar.href else escape(short)
         out.append(f'<text class="bar-label" x="{label_w - 8}" y="{y + 15}" text-anchor="end">{text}</text>')
-        out.append(f'<rect class="bar series-{series}" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 7}">'
-                   f'<title>{label}: {escape(format_number(bar.value))} {escape(unit)}{escape(bar.note)}</title></rect>')
-        out.append(f'<text class="bar-value" x="{label_w + w + 5:.1f}" y="{y + 15}">{escape(format_number(bar.value))}</text>')
+        out.append(
+            f'<rect class="bar series-{series}" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 7}">'
+            f"<title>{label}: {escape(format_number(bar.value))} {escape(unit)}{escape(bar.note)}</title></rect>"
+        )
+        out.append(
+            f'<text class="bar-value" x="{label_w + w + 5:.1f}" y="{y + 15}">{escape(format_number(bar.value))}</text>'
+        )
     legend_x, legend_y = 0, 24
     for series, group in enumerate(groups):
         w = 24 + 6.2 * len(group)
         if legend_x + w > width and legend_x > 0:
             legend_x, legend_y = 0, legend_y + 16
-        out.append(f'<rect class="bar series-{series}" x="{legend_x}" y="{legend_y}" width="10" height="10"/>'
-                   f'<text class="legend" x="{legend_x + 14}" y="{legend_y + 9}">{escape(group)}</text>')
+        out.append(
+            f'<rect class="bar series-{series}" x="{legend_x}" y="{legend_y}" width="10" height="10"/>'
+            f'<text class="legend" x="{legend_x + 14}" y="{legend_y + 9}">{escape(group)}</text>'
+        )
         legend_x += w
     out.append("</svg>")
     return "".join(out)
@@ -105,16 +118,24 @@ def roofline(roofs: list[Roof], title: str) -> str:
     y_lo = 10 ** math.floor(math.log10(min(r.bandwidth * x_lo for r in roofs)))
     sx = lambda v: left + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * plot_w  # noqa: E731
     sy = lambda v: top + plot_h - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * plot_h  # noqa: E731
-    out = [f'<svg class="chart roofline" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-           f'<title>{escape(title)}</title><text class="chart-title" x="0" y="16">{escape(title)}</text>']
+    out = [
+        f'<svg class="chart roofline" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'<title>{escape(title)}</title><text class="chart-title" x="0" y="16">{escape(title)}</text>',
+    ]
     for tick in _log_ticks(x_lo, x_hi):
-        out.append(f'<line class="grid" x1="{sx(tick):.1f}" y1="{top}" x2="{sx(tick):.1f}" y2="{top + plot_h}"/>'
-                   f'<text class="tick" x="{sx(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{format_number(tick)}</text>')
+        out.append(
+            f'<line class="grid" x1="{sx(tick):.1f}" y1="{top}" x2="{sx(tick):.1f}" y2="{top + plot_h}"/>'
+            f'<text class="tick" x="{sx(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{format_number(tick)}</text>'
+        )
     for tick in _log_ticks(y_lo, y_hi):
-        out.append(f'<line class="grid" x1="{left}" y1="{sy(tick):.1f}" x2="{left + plot_w}" y2="{sy(tick):.1f}"/>'
-                   f'<text class="tick" x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{escape(_flops(tick))}</text>')
+        out.append(
+            f'<line class="grid" x1="{left}" y1="{sy(tick):.1f}" x2="{left + plot_w}" y2="{sy(tick):.1f}"/>'
+            f'<text class="tick" x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{escape(_flops(tick))}</text>'
+        )
     axis_y = top + plot_h + 32
-    out.append(f'<text class="tick" x="{left + plot_w / 2:.0f}" y="{axis_y}" text-anchor="middle">arithmetic intensity, FLOP/byte (log)</text>')
+    out.append(
+        f'<text class="tick" x="{left + plot_w / 2:.0f}" y="{axis_y}" text-anchor="middle">arithmetic intensity, FLOP/byte (log)</text>'
+    )
     series = 0
     for roof in roofs:
         for precision, peak in roof.peaks:
@@ -122,12 +143,16 @@ def roofline(roofs: list[Roof], title: str) -> str:
             points = [(x_lo, roof.bandwidth * x_lo), (ridge, peak), (x_hi, peak)]
             path = " ".join(f"{sx(x):.1f},{sy(min(y, y_hi)):.1f}" for x, y in points)
             name = f"{roof.label} {precision}"
-            out.append(f'<polyline class="roof series-{series % 8}" points="{path}"><title>{escape(name)}: ridge at '
-                       f'{escape(format_number(ridge))} FLOP/B</title></polyline>')
+            out.append(
+                f'<polyline class="roof series-{series % 8}" points="{path}"><title>{escape(name)}: ridge at '
+                f"{escape(format_number(ridge))} FLOP/B</title></polyline>"
+            )
             out.append(f'<circle class="ridge series-{series % 8}" cx="{sx(ridge):.1f}" cy="{sy(peak):.1f}" r="3.5"/>')
             legend_x, legend_y = left, axis_y + 20 + 16 * series
-            out.append(f'<text class="legend" x="{legend_x:.0f}" y="{legend_y}">'
-                       f'<tspan class="swatch series-{series % 8}">■</tspan> {escape(name)}: ridge {escape(format_number(ridge))} FLOP/B</text>')
+            out.append(
+                f'<text class="legend" x="{legend_x:.0f}" y="{legend_y}">'
+                f'<tspan class="swatch series-{series % 8}">■</tspan> {escape(name)}: ridge {escape(format_number(ridge))} FLOP/B</text>'
+            )
             series += 1
     out.append("</svg>")
     return "".join(out)
@@ -146,21 +171,27 @@ def neighbourhood(center: tuple[str, str, str], nodes: list[tuple[str, str, str,
         return ""
     width, height = 760, 420
     cx, cy, radius = width / 2, height / 2, 160
-    out = [f'<svg class="chart graph" viewBox="0 0 {width} {height}" role="img" aria-label="links of {escape(center[0])}" xmlns="http://www.w3.org/2000/svg">']
+    out = [
+        f'<svg class="chart graph" viewBox="0 0 {width} {height}" role="img" aria-label="links of {escape(center[0])}" xmlns="http://www.w3.org/2000/svg">'
+    ]
     shown = nodes[:36]
-    for i, (label, kind, href, direction) in enumerate(shown):
+    for i, (_label, _kind, _href, direction) in enumerate(shown):
         angle = 2 * math.pi * i / len(shown) - math.pi / 2
         x, y = cx + radius * 1.7 * math.cos(angle), cy + radius * math.sin(angle)
         out.append(f'<line class="edge edge-{direction}" x1="{cx:.0f}" y1="{cy:.0f}" x2="{x:.0f}" y2="{y:.0f}"/>')
-    for i, (label, kind, href, direction) in enumerate(shown):
+    for i, (label, kind, href, _direction) in enumerate(shown):
         angle = 2 * math.pi * i / len(shown) - math.pi / 2
         x, y = cx + radius * 1.7 * math.cos(angle), cy + radius * math.sin(angle)
         anchor = "start" if math.cos(angle) > 0.2 else "end" if math.cos(angle) < -0.2 else "middle"
         dx = 8 if anchor == "start" else -8 if anchor == "end" else 0
-        out.append(f'<a href="{escape(href)}"><circle class="node type-{escape(kind)}" cx="{x:.0f}" cy="{y:.0f}" r="6"/>'
-                   f'<text class="node-label" x="{x + dx:.0f}" y="{y + 4:.0f}" text-anchor="{anchor}">{escape(label[:38])}</text></a>')
-    out.append(f'<circle class="node node-center type-{escape(center[1])}" cx="{cx:.0f}" cy="{cy:.0f}" r="10"/>'
-               f'<text class="node-label node-center-label" x="{cx:.0f}" y="{cy - 16:.0f}" text-anchor="middle">{escape(center[0][:50])}</text>')
+        out.append(
+            f'<a href="{escape(href)}"><circle class="node type-{escape(kind)}" cx="{x:.0f}" cy="{y:.0f}" r="6"/>'
+            f'<text class="node-label" x="{x + dx:.0f}" y="{y + 4:.0f}" text-anchor="{anchor}">{escape(label[:38])}</text></a>'
+        )
+    out.append(
+        f'<circle class="node node-center type-{escape(center[1])}" cx="{cx:.0f}" cy="{cy:.0f}" r="10"/>'
+        f'<text class="node-label node-center-label" x="{cx:.0f}" y="{cy - 16:.0f}" text-anchor="middle">{escape(center[0][:50])}</text>'
+    )
     if len(nodes) > len(shown):
         out.append(f'<text class="tick" x="4" y="{height - 6}">+{len(nodes) - len(shown)} more (listed below)</text>')
     out.append("</svg>")

@@ -1,4 +1,5 @@
 """The command line: argument parsing and output only; the work is in the stages."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,42 +17,80 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kb", description="Check and publish the LLM-inference cost knowledge base.")
     parser.add_argument("--version", action="version", version=f"kb {__version__}")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars (they only show on a terminal anyway)")
-    parser.add_argument("--root", type=Path, help="repository root (default: nearest directory with records/ and schema/)")
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress bars (they only show on a terminal anyway)"
+    )
+    parser.add_argument(
+        "--root", type=Path, help="repository root (default: nearest directory with records/ and schema/)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # -q is accepted after the command too (kb check -q); SUPPRESS keeps a -q given before it
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS,
-                        help="no progress bars (they only show on a terminal anyway)")
+    common.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars (they only show on a terminal anyway)",
+    )
 
     check = sub.add_parser("check", parents=[common], help="validate records, resolve links, recompute derived figures")
-    check.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                       help="report on these files only (the whole corpus is still resolved)")
+    check.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="report on these files only (the whole corpus is still resolved)",
+    )
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
-    check.add_argument("--no-cache", action="store_true", help="ignore and do not write .kb-cache/ (a full, cold check)")
-    check.add_argument("--since", metavar="REV", help="also report prose still quoting a figure changed since this git revision")
+    check.add_argument(
+        "--no-cache", action="store_true", help="ignore and do not write .kb-cache/ (a full, cold check)"
+    )
+    check.add_argument(
+        "--since", metavar="REV", help="also report prose still quoting a figure changed since this git revision"
+    )
     check.set_defaults(handler=run_check)
 
     build = sub.add_parser("build", parents=[common], help="build the static site from the checked records")
     build.add_argument("--out", type=Path, help="output directory (default: site/_build)")
-    build.add_argument("--force", action="store_true", help="build even when kb check finds errors (they are shown on their pages)")
+    build.add_argument(
+        "--force", action="store_true", help="build even when kb check finds errors (they are shown on their pages)"
+    )
     build.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
     build.set_defaults(handler=run_build)
 
-    new = sub.add_parser("new", parents=[common], help="write a draft record skeleton that passes kb check (never overwrites)")
+    new = sub.add_parser(
+        "new", parents=[common], help="write a draft record skeleton that passes kb check (never overwrites)"
+    )
     new.add_argument("type", help="record type, e.g. accelerator")
     new.add_argument("--name", required=True, help="the record's name; the id is made from it")
-    new.add_argument("--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)")
+    new.add_argument(
+        "--source", action="append", default=[], metavar="SOURCE-ID", help="a source it cites (repeatable)"
+    )
     new.add_argument("--id", help="the id, when the one made from the name will not do")
-    new.add_argument("--force", action="store_true", help="replace an existing record (atomically); without it kb new never overwrites")
-    new.add_argument("--from-config", type=Path, metavar="PATH",
-                     help="read the fields from a Hugging Face config.json on disk (types whose schema declares x-kb-from-config)")
+    new.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing record (atomically); without it kb new never overwrites",
+    )
+    new.add_argument(
+        "--from-config",
+        type=Path,
+        metavar="PATH",
+        help="read the fields from a Hugging Face config.json on disk (types whose schema declares x-kb-from-config)",
+    )
     new.set_defaults(handler=run_new)
 
-    query = sub.add_parser("query", parents=[common], help="filter records by type, status, fields with units and links")
-    query.add_argument("filters", nargs="*", metavar="FILTER",
-                       help="type:model, status:verified, memory_bandwidth>=4 TB/s, links-to:engines/lmcache ...")
+    query = sub.add_parser(
+        "query", parents=[common], help="filter records by type, status, fields with units and links"
+    )
+    query.add_argument(
+        "filters",
+        nargs="*",
+        metavar="FILTER",
+        help="type:model, status:verified, memory_bandwidth>=4 TB/s, links-to:engines/lmcache ...",
+    )
     query.add_argument("--fields", default="", help="extra columns, comma-separated")
     query.add_argument("--format", choices=["text", "json", "csv"], default="text")
     query.set_defaults(handler=run_query)
@@ -61,13 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--json", type=Path, metavar="FILE")
     export.set_defaults(handler=run_export)
 
-    fmt = sub.add_parser("fmt", parents=[common], help="canonical frontmatter (schema key order), comments and body kept")
+    fmt = sub.add_parser(
+        "fmt", parents=[common], help="canonical frontmatter (schema key order), comments and body kept"
+    )
     fmt.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="records to format (default: all)")
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     fmt.set_defaults(handler=run_fmt)
 
-    explain = sub.add_parser("explain", parents=[common], help="show how a value was computed, from which records and sources")
-    explain.add_argument("target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it")
+    explain = sub.add_parser(
+        "explain", parents=[common], help="show how a value was computed, from which records and sources"
+    )
+    explain.add_argument(
+        "target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it"
+    )
     explain.set_defaults(handler=run_explain)
     return parser
 
@@ -75,7 +120,6 @@ def _parser() -> argparse.ArgumentParser:
 def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline import check_corpus, select
     from .report import FORMATTERS, summarize
-
     from .stale import changed_since, stale_figures
 
     corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
@@ -114,7 +158,10 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     errors = [d for d in corpus.diagnostics if d.severity is Severity.ERROR]
     if errors and not args.force:
         sys.stdout.write(format_text(sorted(errors, key=Diagnostic.sort_key), summarize(errors, len(corpus.records))))
-        print("kb build: refusing to build a corpus with errors (fix them, or pass --force to show them on the pages)", file=sys.stderr)
+        print(
+            "kb build: refusing to build a corpus with errors (fix them, or pass --force to show them on the pages)",
+            file=sys.stderr,
+        )
         return EXIT_ERRORS
     if not (settings.root / "site" / "templates").is_dir():
         print(f"kb build: no site/templates/ in {settings.root}: the site's theme lives there", file=sys.stderr)
@@ -143,8 +190,16 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
             print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
             return EXIT_ERRORS
     try:
-        path, reading = new_record(settings.root, corpus.registry, args.type, args.name, args.source, args.id,
-                                   force=args.force, from_config=args.from_config)
+        path, reading = new_record(
+            settings.root,
+            corpus.registry,
+            args.type,
+            args.name,
+            args.source,
+            args.id,
+            force=args.force,
+            from_config=args.from_config,
+        )
     except AuthoringError as exc:
         print(f"kb new: {exc}", file=sys.stderr)
         return EXIT_ERRORS
@@ -159,7 +214,8 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_query(args: argparse.Namespace, settings: Settings) -> int:
     from .pipeline import check_corpus
-    from .query import QueryError, render, run_query as query
+    from .query import QueryError, render
+    from .query import run_query as query
 
     corpus = check_corpus(settings, use_cache=True, complete=True)
     try:
@@ -174,7 +230,6 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from .export import write_json, write_sqlite
     from .pipeline import check_corpus
-
     from .publish import OutputError, check_export
 
     if not args.sqlite and not args.json:
@@ -216,7 +271,9 @@ def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple
     from .report import one_line
 
     if args.paths:
-        files = [Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"]  # not resolve(): a symlink loop is that file's error
+        files = [
+            Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"
+        ]  # not resolve(): a symlink loop is that file's error
     else:
         found, _ = discover(settings, registry)
         files = [settings.root / rel for rel in found]
@@ -250,7 +307,12 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     value = find_value(corpus, record.key, name)
     if value is None:
-        known = sorted({*corpus.computed.get(record.key, {}).get("fields", {}), *corpus.computed.get(record.key, {}).get("costs", {})})
+        known = sorted(
+            {
+                *corpus.computed.get(record.key, {}).get("fields", {}),
+                *corpus.computed.get(record.key, {}).get("costs", {}),
+            }
+        )
         print(f"kb explain: {record.key} has no value '{name}' (it has: {', '.join(known) or 'none'})", file=sys.stderr)
         return EXIT_ERRORS
     print("\n".join(explain_value(corpus, value, f"{record.key}.{name}")))
@@ -285,10 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     from .progress import configure
+
     configure(args.quiet)
     settings = Settings(root=args.root.resolve()) if args.root else Settings.discover()
     if not settings.schema_path.is_dir():
-        print(f"kb: no schema/ directory at {settings.root} (run kb inside the knowledge-base repository or pass --root)", file=sys.stderr)
+        print(
+            f"kb: no schema/ directory at {settings.root} (run kb inside the knowledge-base repository or pass --root)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         return args.handler(args, settings)
@@ -304,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("KB_DEBUG"):
             raise
         diagnostic = Diagnostic.make("KB900", "kb", 1, 1, f"internal error: {type(exc).__name__}: {exc}")
-        print(f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {Severity.ERROR.value} KB900 {diagnostic.message}", file=sys.stderr)
+        print(
+            f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {Severity.ERROR.value} KB900 {diagnostic.message}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
 

@@ -7,6 +7,7 @@ memoised over the whole corpus, which gives dependency order for free; a value
 requested while it is being computed is a cycle. A value whose inputs failed is
 not reported again: only the root cause is.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,11 +24,22 @@ from .load import internal_error
 from .model import Corpus, FieldPath, Record, dotted
 from .progress import track
 from .prose import check_prose
-from .units import (QuantityError, Written, check_dimension, describe_dimension, format_quantity, parse_quantity_text,
-                    parse_unit, parse_written, registry)
+from .units import (
+    QuantityError,
+    Written,
+    check_dimension,
+    describe_dimension,
+    format_quantity,
+    parse_quantity_text,
+    parse_unit,
+    parse_written,
+    registry,
+)
 from .wikilinks import find_inline_values
 
-_ROW = re.compile(r"^(?:([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.)?([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$")
+_ROW = re.compile(
+    r"^(?:([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.)?([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$"
+)
 _QUALIFIED_FIELD = re.compile(r"\b([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.([a-z_][a-z0-9_]*)")
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 DEFAULT_TOLERANCE = 0.01
@@ -47,12 +59,12 @@ class Value:
     sources: tuple[str, ...]
     unit: str | None = None  # the unit to show it in
     formula: Formula | None = None
-    inputs: tuple[tuple[str, "Value"], ...] = ()
-    recomputed: "Value | None" = None  # for a stated figure that a derivation checks
-    rows: tuple[tuple[str, "Value"], ...] | None = None
+    inputs: tuple[tuple[str, Value], ...] = ()
+    recomputed: Value | None = None  # for a stated figure that a derivation checks
+    rows: tuple[tuple[str, Value], ...] | None = None
     vendor_claim: bool = False
     note: str | None = None
-    alternatives: tuple["Value", ...] = ()  # the other sourced values of a field written as competing values
+    alternatives: tuple[Value, ...] = ()  # the other sourced values of a field written as competing values
     rank: str | None = None
     weakest: str | None = None  # the weakest basis of everything it rests on, set when derived (a chain can be long)
     # The figure again for each competing value it rests on, one swapped in at a time: (which value, figure).
@@ -149,7 +161,9 @@ class Computer:
     # ------------------------------------------------------------ helpers
     def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
         at_line, col = record.position(path)
-        self.diagnostics.append(Diagnostic.make(code, record.path, line or at_line, col if line is None else 1, message))
+        self.diagnostics.append(
+            Diagnostic.make(code, record.path, line or at_line, col if line is None else 1, message)
+        )
 
     def report_value(self, code: str, record: Record, path: FieldPath, message: str) -> None:
         """A finding about what a value says (its unit, its number): at the value's own text, not its key."""
@@ -168,30 +182,74 @@ class Computer:
         sources = record.data.get("sources")
         return tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else ()
 
-    def stated_value(self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None,
-                     alone: bool = False) -> Value:
+    def stated_value(
+        self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None, alone: bool = False
+    ) -> Value:
         line, _ = record.position(path)
-        alternatives = () if alone else tuple(self.stated_value(record, path, name, other, unit, alone=True)
-                                              for other in self.competing.get((record.key, path), ()))
-        variants = tuple((f"{record.key}.{name} = {other.shown(unit)} ({', '.join(other.sources)})",
-                          other.quantity.to(written.quantity.units)) for other in alternatives if other.rank != "deprecated")
-        return Value(written.quantity, record.key, name, record.path, line,
-                     written.basis or self.default_basis(record), self.confidence(record),
-                     (written.source,) if written.source else self.record_sources(record),
-                     unit=unit, vendor_claim=written.vendor_claim, note=written.note,
-                     alternatives=alternatives, rank=written.rank, variants=variants)
+        alternatives = (
+            ()
+            if alone
+            else tuple(
+                self.stated_value(record, path, name, other, unit, alone=True)
+                for other in self.competing.get((record.key, path), ())
+            )
+        )
+        variants = tuple(
+            (
+                f"{record.key}.{name} = {other.shown(unit)} ({', '.join(other.sources)})",
+                other.quantity.to(written.quantity.units),
+            )
+            for other in alternatives
+            if other.rank != "deprecated"
+        )
+        return Value(
+            written.quantity,
+            record.key,
+            name,
+            record.path,
+            line,
+            written.basis or self.default_basis(record),
+            self.confidence(record),
+            (written.source,) if written.source else self.record_sources(record),
+            unit=unit,
+            vendor_claim=written.vendor_claim,
+            note=written.note,
+            alternatives=alternatives,
+            rank=written.rank,
+            variants=variants,
+        )
 
-    def derived_value(self, record: Record, path: FieldPath, name: str, quantity: Any, formula: Formula,
-                      inputs: dict[str, Value], unit: str | None) -> Value:
+    def derived_value(
+        self,
+        record: Record,
+        path: FieldPath,
+        name: str,
+        quantity: Any,
+        formula: Formula,
+        inputs: dict[str, Value],
+        unit: str | None,
+    ) -> Value:
         line, _ = record.position(path)
         if unit is not None:
             quantity = quantity.to(parse_unit(unit))
         used = tuple(inputs.items())
         sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
         confidence = min((v.confidence for _, v in used), default=self.confidence(record))
-        return Value(quantity, record.key, name, record.path, line, "derived", confidence, sources,
-                     unit=unit, formula=formula, inputs=used, weakest=weakest_basis(used, "derived"),
-                     variants=variants_of(formula, used, quantity.units))
+        return Value(
+            quantity,
+            record.key,
+            name,
+            record.path,
+            line,
+            "derived",
+            confidence,
+            sources,
+            unit=unit,
+            formula=formula,
+            inputs=used,
+            weakest=weakest_basis(used, "derived"),
+            variants=variants_of(formula, used, quantity.units),
+        )
 
     # ------------------------------------------------------------ stage entry
     def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -202,7 +260,7 @@ class Computer:
                 continue
             self.stack.append(record.key)
             try:
-                entry = self.drive(lambda: self.record_values(record))
+                entry = self.drive(lambda record=record: self.record_values(record))
             except (_Failed, _Cycle):
                 entry = None
             except Exception as exc:  # pint or kb failing deep inside: one diagnostic, the rest goes on
@@ -235,7 +293,7 @@ class Computer:
                 waiting = [(d.record.key, d.name) for d in pending]
                 if key in waiting:  # the value waits, through the others, on itself
                     start = waiting.index(key)
-                    self.report_cycle([*pending[start + 1:], deferred], key)
+                    self.report_cycle([*pending[start + 1 :], deferred], key)
                     del pending[start:]
                 else:
                     pending.append(deferred)
@@ -274,8 +332,12 @@ class Computer:
                 if value is not None:
                     costs[name] = value
         self.diagnostics.extend(check_prose(self, record, fields, costs))
-        return {"fields": fields, "costs": costs,
-                "hardware": self.hardware_tables(record), "inline": self.inline_values(record)}
+        return {
+            "fields": fields,
+            "costs": costs,
+            "hardware": self.hardware_tables(record),
+            "inline": self.inline_values(record),
+        }
 
     def settled(self, compute, record: Record, name: str) -> Value | None:
         """A value, or None when it failed (its root cause is already reported)."""
@@ -311,7 +373,9 @@ class Computer:
                     if _is_reference(item, self.corpus) or isinstance(item, list):
                         continue
                     try:
-                        self.written[(record.key, path + (name,))] = parse_written(item, None if not isinstance(item, (int, float)) else "")
+                        self.written[(record.key, path + (name,))] = parse_written(
+                            item, None if not isinstance(item, (int, float)) else ""
+                        )
                     except QuantityError as exc:
                         self.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
 
@@ -329,8 +393,13 @@ class Computer:
                 return
         preferred = [w for w in parsed if w.rank == "preferred"]
         if len(preferred) != 1:
-            self.report("KB531", record, path, f"{dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
-                                               "(the one kb computes with), the others normal or deprecated")
+            self.report(
+                "KB531",
+                record,
+                path,
+                f"{dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
+                "(the one kb computes with), the others normal or deprecated",
+            )
             return
         best = preferred[0]
         self.written[(record.key, path)] = best
@@ -341,10 +410,14 @@ class Computer:
             if other is best or other.rank == "deprecated" or contested(record):
                 continue
             if differs(base, float(other.quantity.to(best.quantity.units).magnitude), tolerance):
-                self.report("KB530", record, path + (index,),
-                            f"{dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
-                            f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
-                            "contested and say which is right and why, or rank the wrong one deprecated")
+                self.report(
+                    "KB530",
+                    record,
+                    path + (index,),
+                    f"{dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
+                    f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
+                    "contested and say which is right and why, or rank the wrong one deprecated",
+                )
 
     def field_tolerance(self, record: Record, path: FieldPath) -> float:
         spec = self.derivation(record, path[0]) if len(path) == 1 and isinstance(path[0], str) else None
@@ -360,7 +433,7 @@ class Computer:
             result = self.memo[key]
         else:
             if key in self.active:
-                raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key):]] + [f"{record.key}.{name}"])
+                raise _Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key) :]] + [f"{record.key}.{name}"])
             if len(self.active) >= DEFER_DEPTH:
                 raise _Deferred(record, name, compute, list(self.active))
             self.active.append(key)
@@ -403,8 +476,12 @@ class Computer:
             return stated
         inputs: dict[str, Value] = {}
         try:
-            quantity = evaluate(formula, self.derivation_lookup(record, inputs), self.param_lookup(record, {}, inputs),
-                                self.call_lookup(record, {}, inputs))
+            quantity = evaluate(
+                formula,
+                self.derivation_lookup(record, inputs),
+                self.param_lookup(record, {}, inputs),
+                self.call_lookup(record, {}, inputs),
+            )
         except MissingName:
             return stated  # inputs absent: nothing to derive
         except _Failed:
@@ -438,11 +515,16 @@ class Computer:
             if key not in self.memo:
                 self.memo[key] = True
                 schema_path = self.types[record.type].schema_path
-                self.diagnostics.append(Diagnostic.make("KB210", schema_path, 1, 1, f"x-kb-derive formula {spec.get('formula')!r}: {exc.message}"))
+                self.diagnostics.append(
+                    Diagnostic.make(
+                        "KB210", schema_path, 1, 1, f"x-kb-derive formula {spec.get('formula')!r}: {exc.message}"
+                    )
+                )
             return None
 
     def derivation_lookup(self, record: Record, used: dict[str, Value]):
         """Names in a type-level derivation: the record's own fields, and ref_field.field."""
+
         def lookup(parts: tuple[str, ...]) -> Any:
             if len(parts) == 1:
                 value = self.field(record, parts[0])
@@ -455,6 +537,7 @@ class Computer:
                 raise MissingName(".".join(parts))
             used[".".join(parts)] = value
             return value.quantity
+
         return lookup
 
     def referenced(self, record: Record, name: str, bindings: dict[str, Record]) -> Record | None:
@@ -466,8 +549,11 @@ class Computer:
         raw = inputs.get(name) if is_input else record.data.get(name)
         if is_input and not _is_reference(raw, self.corpus):
             # a quantity (or a list): `n.value` where n is '4 GB' names nothing, and must say so
-            raise FormulaError("KB502", f"'{name}' is a quantity input ({raw!r}), not a record reference, so it has no fields; "
-                                        f"write {name} alone")
+            raise FormulaError(
+                "KB502",
+                f"'{name}' is a quantity input ({raw!r}), not a record reference, so it has no fields; "
+                f"write {name} alone",
+            )
         if isinstance(raw, str):
             target, _ = self.resolve(raw)
             if target is None and (is_input or self.is_reference_field(record, name)):
@@ -504,7 +590,11 @@ class Computer:
     def _cost(self, record: Record, name: str) -> Any:
         spec = record.data["costs"][name]
         where = ("costs", name, "formula")
-        if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str) or not isinstance(spec.get("unit"), str):
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("formula"), str)
+            or not isinstance(spec.get("unit"), str)
+        ):
             return _FAILED  # the schema reports the shape
         try:
             formula = parse_formula(spec["formula"])
@@ -518,9 +608,13 @@ class Computer:
             return _FAILED
         for_each = spec.get("for_each")
         if isinstance(for_each, dict) and for_each and "stated" in spec:
-            self.report("KB508", record, ("costs", name, "stated"),
-                        f"costs.{name}: a for_each table has one figure per row, so 'stated' cannot be checked here; "
-                        "state one row as its own cost, or quote it in prose as {{ " + name + "[dir/id] }}")
+            self.report(
+                "KB508",
+                record,
+                ("costs", name, "stated"),
+                f"costs.{name}: a for_each table has one figure per row, so 'stated' cannot be checked here; "
+                "state one row as its own cost, or quote it in prose as {{ " + name + "[dir/id] }}",
+            )
             return _FAILED
         if isinstance(for_each, dict) and for_each:
             var, list_name = next(iter(for_each.items()))
@@ -535,17 +629,31 @@ class Computer:
                 rows.append((target.key, row))
             line, _ = record.position(where)
             sources = tuple(dict.fromkeys(s for _, v in rows for s in v.sources))
-            return Value(None, record.key, name, record.path, line, "derived",
-                         min((v.confidence for _, v in rows), default=self.confidence(record)), sources,
-                         unit=spec["unit"], formula=formula, rows=tuple(rows))
+            return Value(
+                None,
+                record.key,
+                name,
+                record.path,
+                line,
+                "derived",
+                min((v.confidence for _, v in rows), default=self.confidence(record)),
+                sources,
+                unit=spec["unit"],
+                formula=formula,
+                rows=tuple(rows),
+            )
         return self.evaluate_cost(record, name, formula, spec, unit_q, {}, row_key=None)
 
     def row_records(self, record: Record, name: str, list_name: str) -> list[Record] | None:
         inputs = record.data.get("inputs")
         raw = inputs.get(list_name) if isinstance(inputs, dict) and list_name in inputs else record.data.get(list_name)
         if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-            self.report("KB508", record, ("costs", name, "for_each"),
-                        f"costs.{name}.for_each: '{list_name}' is not a list of record references")
+            self.report(
+                "KB508",
+                record,
+                ("costs", name, "for_each"),
+                f"costs.{name}.for_each: '{list_name}' is not a list of record references",
+            )
             return None
         targets = []
         for item in raw:
@@ -555,14 +663,26 @@ class Computer:
             targets.append(target)
         return targets
 
-    def evaluate_cost(self, record: Record, name: str, formula: Formula, spec: dict, unit_q, bindings: dict[str, Record],
-                      row_key: str | None) -> Any:
+    def evaluate_cost(
+        self,
+        record: Record,
+        name: str,
+        formula: Formula,
+        spec: dict,
+        unit_q,
+        bindings: dict[str, Record],
+        row_key: str | None,
+    ) -> Any:
         where = ("costs", name, "formula")
         used: dict[str, Value] = {}
         label = f"costs.{name}" + (f"[{row_key}]" if row_key else "")
         try:
-            quantity = evaluate(formula, self.cost_lookup(record, name, bindings, row_key, used),
-                                self.param_lookup(record, bindings, used), self.call_lookup(record, bindings, used))
+            quantity = evaluate(
+                formula,
+                self.cost_lookup(record, name, bindings, row_key, used),
+                self.param_lookup(record, bindings, used),
+                self.call_lookup(record, bindings, used),
+            )
         except MissingName as exc:
             self.report("KB502", record, where, f"{label}: {exc.message}")
             return _FAILED
@@ -570,27 +690,51 @@ class Computer:
             self.report(exc.code, record, where, f"{label}: {exc.message}")
             return _FAILED
         if not quantity.is_compatible_with(unit_q):
-            self.report("KB504", record, ("costs", name, "unit"),
-                        f"{label}: {formula.text} gives {describe_dimension(quantity.dimensionality)} "
-                        f"({format_quantity(quantity)}), but its unit is {spec['unit']} ({describe_dimension(unit_q.dimensionality)})")
+            self.report(
+                "KB504",
+                record,
+                ("costs", name, "unit"),
+                f"{label}: {formula.text} gives {describe_dimension(quantity.dimensionality)} "
+                f"({format_quantity(quantity)}), but its unit is {spec['unit']} ({describe_dimension(unit_q.dimensionality)})",
+            )
             return _FAILED
-        value = self.derived_value(record, where, name if row_key is None else f"{name}[{row_key}]",
-                                   quantity.to(unit_q), formula, used, spec["unit"])
+        value = self.derived_value(
+            record,
+            where,
+            name if row_key is None else f"{name}[{row_key}]",
+            quantity.to(unit_q),
+            formula,
+            used,
+            spec["unit"],
+        )
         for bound in ("at_most", "at_least"):
             if bound in spec:
                 self.check_bound(record, name, label, value, spec, bound)
         if "stated" in spec and row_key is None:
             try:
-                stated = parse_quantity_text(spec["stated"]["value"] if isinstance(spec["stated"], dict) else spec["stated"], spec["unit"])
+                stated = parse_quantity_text(
+                    spec["stated"]["value"] if isinstance(spec["stated"], dict) else spec["stated"], spec["unit"]
+                )
                 check_dimension(stated, spec["unit"])
             except (QuantityError, KeyError) as exc:
                 message = exc.message if isinstance(exc, QuantityError) else "stated needs a value"
-                self.report_value(getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}")
+                self.report_value(
+                    getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}"
+                )
                 return _FAILED
-            self.compare(record, ("costs", name, "stated"), f"costs.{name}", stated, value, spec.get("tolerance", DEFAULT_TOLERANCE))
+            self.compare(
+                record,
+                ("costs", name, "stated"),
+                f"costs.{name}",
+                stated,
+                value,
+                spec.get("tolerance", DEFAULT_TOLERANCE),
+            )
         return value
 
-    def cost_lookup(self, record: Record, cost_name: str, bindings: dict[str, Record], row_key: str | None, used: dict[str, Value]):
+    def cost_lookup(
+        self, record: Record, cost_name: str, bindings: dict[str, Record], row_key: str | None, used: dict[str, Value]
+    ):
         inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
         costs = record.data.get("costs") if isinstance(record.data.get("costs"), dict) else {}
         self.parse_quantities(record)
@@ -600,7 +744,10 @@ class Computer:
             if len(parts) == 2:
                 target = self.referenced(record, parts[0], bindings)
                 if target is None:
-                    raise MissingName(shown, f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)")
+                    raise MissingName(
+                        shown,
+                        f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)",
+                    )
                 value = self.field_or_cost(target, parts[1])
                 if value is None:
                     raise MissingName(shown, f"{target.key} has no value for '{parts[1]}'")
@@ -628,10 +775,12 @@ class Computer:
                     return Table({k: v.quantity for k, v in value.rows})
             used[shown] = value
             return value.quantity
+
         return lookup
 
     def param_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
         """param(x, 'hardware-parameter-id'): the field that carries that parameter on x's type."""
+
         def lookup(var: str, parameter_id: str) -> Any:
             target = self.referenced(record, var, bindings)
             if target is None:
@@ -648,11 +797,13 @@ class Computer:
                 raise MissingName(var, f"param(): {target.key} has no {field_name}")
             used[f"param({var}, '{parameter_id}')"] = value  # keyed as the call reads, so it is shown in its place
             return value.quantity
+
         return lookup
 
     def call_lookup(self, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
         """record.function(args): a function the record's type declares in its schema (x-kb-functions),
         evaluated over that record's fields with the arguments bound to its parameters."""
+
         def call(var: str, function: str, args: list, text: str) -> Any:
             target = self.referenced(record, var, bindings)
             if target is None:
@@ -661,16 +812,24 @@ class Computer:
             spec = matching(target, declared.get(function))
             if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str):
                 known = ", ".join(sorted(declared)) or "none"
-                raise FormulaError("KB502", f"{text}: {target.key} is a {target.type}, whose schema declares no function "
-                                            f"'{function}' (it declares: {known})")
+                raise FormulaError(
+                    "KB502",
+                    f"{text}: {target.key} is a {target.type}, whose schema declares no function "
+                    f"'{function}' (it declares: {known})",
+                )
             parameters = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
             if len(args) != len(parameters):
-                raise FormulaError("KB502", f"{text}: {function}() takes {len(parameters)} argument(s) "
-                                            f"({', '.join(parameters)}), not {len(args)}")
+                raise FormulaError(
+                    "KB502",
+                    f"{text}: {function}() takes {len(parameters)} argument(s) "
+                    f"({', '.join(parameters)}), not {len(args)}",
+                )
             bound: dict[str, Any] = {}
-            for (name, unit), arg in zip(parameters.items(), args):
+            for (name, unit), arg in zip(parameters.items(), args, strict=True):
                 if isinstance(unit, str) and not arg.is_compatible_with(parse_unit(unit)):
-                    raise FormulaError("KB503", f"{text}: {function}()'s {name} is in {unit}, not {format_quantity(arg)}")
+                    raise FormulaError(
+                        "KB503", f"{text}: {function}()'s {name} is in {unit}, not {format_quantity(arg)}"
+                    )
                 bound[name] = arg
             formula = parse_formula(spec["formula"])
             inner: dict[str, Value] = {}
@@ -679,9 +838,12 @@ class Computer:
 
             def lookup(parts: tuple[str, ...]) -> Any:
                 if len(parts) == 1 and parts[0] in bound:
-                    inner[parts[0]] = Value(bound[parts[0]], record.key, parts[0], record.path, line, "derived", 1.0, ())
+                    inner[parts[0]] = Value(
+                        bound[parts[0]], record.key, parts[0], record.path, line, "derived", 1.0, ()
+                    )
                     return bound[parts[0]]
                 return fields(parts)
+
             quantity = evaluate(formula, lookup, self.param_lookup(target, {}, inner))
             unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
             if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
@@ -689,18 +851,25 @@ class Computer:
             value = self.derived_value(target, (), text, quantity, formula, inner, unit)
             used[text] = value  # keyed as the call reads, so it is shown (and varied) in its place
             return value.quantity
+
         return call
 
     # ------------------------------------------------------------ checks
-    def compare(self, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float) -> None:
+    def compare(
+        self, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
+    ) -> None:
         recomputed = computed.quantity.to(stated.units)
         stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
         if not differs(stated_m, computed_m, tolerance):
             return
         how = how_far(stated_m, computed_m)
-        self.report("KB500", record, path,
-                    f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
-                    f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)")
+        self.report(
+            "KB500",
+            record,
+            path,
+            f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
+            f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)",
+        )
 
     def check_bound(self, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:
         """A cross-check: a computed figure against the bound the model sets for it (KB520). A contested
@@ -716,9 +885,13 @@ class Computer:
         broken = figure > float(limit.magnitude) if bound == "at_most" else figure < float(limit.magnitude)
         if broken and not contested(record):
             relation = "exceeds" if bound == "at_most" else "falls below"
-            self.report("KB520", record, ("costs", name, bound),
-                        f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
-                        "disagree; keep both, mark the record contested and say why")
+            self.report(
+                "KB520",
+                record,
+                ("costs", name, bound),
+                f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
+                "disagree; keep both, mark the record contested and say why",
+            )
 
     def check_plausible(self, record: Record, name: str, value: Value, spec: dict) -> None:
         """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
@@ -735,14 +908,23 @@ class Computer:
             if (low is not None and quantity < low) or (high is not None and quantity > high):
                 span = " to ".join(format_quantity(b) for b in (low, high) if b is not None)
                 which = "at least " if high is None else "at most " if low is None else ""
-                self.report_value("KB540", record, (name,),
-                                  f"{name} = {format_quantity(quantity)} is outside the range real values fall in ({which}{span})"
-                                  + (f": {reason}" if reason else "") + "; check the unit and what was measured")
+                self.report_value(
+                    "KB540",
+                    record,
+                    (name,),
+                    f"{name} = {format_quantity(quantity)} is outside the range real values fall in ({which}{span})"
+                    + (f": {reason}" if reason else "")
+                    + "; check the unit and what was measured",
+                )
 
     def check_carried_by(self, record: Record) -> None:
         carried = record.data.get("carried_by")
         dimension = record.data.get("dimension")
-        if not self.corpus.registry.has_role(record.type, "parameter") or not isinstance(carried, dict) or not isinstance(dimension, str):
+        if (
+            not self.corpus.registry.has_role(record.type, "parameter")
+            or not isinstance(carried, dict)
+            or not isinstance(dimension, str)
+        ):
             return
         try:
             unit = parse_unit(dimension)
@@ -755,11 +937,19 @@ class Computer:
             if record_type is None:
                 self.report("KB510", record, ("carried_by", type_name), f"carried_by: no record type '{type_name}'")
             elif plan is None or plan.quantity in (None, "*"):
-                self.report("KB510", record, ("carried_by", type_name),
-                            f"carried_by.{type_name}: '{field_name}' is not a quantity field of {type_name}")
+                self.report(
+                    "KB510",
+                    record,
+                    ("carried_by", type_name),
+                    f"carried_by.{type_name}: '{field_name}' is not a quantity field of {type_name}",
+                )
             elif not parse_unit(plan.quantity).dimensionality == unit.dimensionality:
-                self.report("KB510", record, ("carried_by", type_name),
-                            f"carried_by.{type_name}: {field_name} is in {plan.quantity}, not {dimension}")
+                self.report(
+                    "KB510",
+                    record,
+                    ("carried_by", type_name),
+                    f"carried_by.{type_name}: {field_name} is in {plan.quantity}, not {dimension}",
+                )
 
     # ------------------------------------------------------------ hardware parameter tables
     def hardware_tables(self, record: Record) -> dict[str, dict[str, Value | None]]:
@@ -786,15 +976,21 @@ class Computer:
                 except (_Failed, _Cycle):
                     value = None
                 if value is None:
-                    what = f"no {field_name}" if field_name else f"a {target.type}, which {parameter.id} is not carried by"
-                    self.report("KB511", record, ("hardware_parameters", index, "values_for", position),
-                                f"hardware_parameters[{index}]: {target.key} has {what}")
+                    what = (
+                        f"no {field_name}" if field_name else f"a {target.type}, which {parameter.id} is not carried by"
+                    )
+                    self.report(
+                        "KB511",
+                        record,
+                        ("hardware_parameters", index, "values_for", position),
+                        f"hardware_parameters[{index}]: {target.key} has {what}",
+                    )
                 table[target.key] = value
             tables[parameter.id] = table
         return tables
 
     # ------------------------------------------------------------ inline values in prose
-    def inline_values(self, record: Record) -> list["InlineValue"]:
+    def inline_values(self, record: Record) -> list[InlineValue]:
         out = []
         for found in find_inline_values(record.body):
             line = record.body_line + found.line
@@ -815,8 +1011,15 @@ class Computer:
                     rendered = value.shown(unit)
             except (FormulaError, QuantityError) as exc:
                 code = exc.code if exc.code == "KB512" else "KB509"
-                self.diagnostics.append(Diagnostic.make(code, record.path, line, found.column,
-                                                        f"inline value {{{{ {found.content.strip()} }}}}: {exc.message}"))
+                self.diagnostics.append(
+                    Diagnostic.make(
+                        code,
+                        record.path,
+                        line,
+                        found.column,
+                        f"inline value {{{{ {found.content.strip()} }}}}: {exc.message}",
+                    )
+                )
             except (_Failed, _Cycle):
                 pass
             out.append(InlineValue(line, found.column, found.content, value, rendered))
@@ -834,8 +1037,11 @@ class Computer:
             target, _ = self.resolve(row.group(3))
             rows = dict(table.rows or ()) if table is not None else {}
             if target is None or target.key not in rows:
-                raise FormulaError("KB509", f"'{row.group(2)}' has no row for '{row.group(3)}'"
-                                            + (f" (rows: {', '.join(rows)})" if rows else ""))
+                raise FormulaError(
+                    "KB509",
+                    f"'{row.group(2)}' has no row for '{row.group(3)}'"
+                    + (f" (rows: {', '.join(rows)})" if rows else ""),
+                )
             return rows[target.key]
         qualified = _QUALIFIED_FIELD.fullmatch(expression)
         if qualified:  # dir/id.field alone: that record's own value, with its own provenance
@@ -856,11 +1062,16 @@ class Computer:
             name = f"ref{len(bindings) + 1}"
             bindings[name] = target
             return f"{name}.{match.group(2)}"
+
         formula = parse_formula(_QUALIFIED_FIELD.sub(bind, expression))
         used: dict[str, Value] = {}
         try:
-            quantity = evaluate(formula, self.cost_lookup(record, "", bindings, None, used), self.param_lookup(record, bindings, used),
-                                self.call_lookup(record, bindings, used))
+            quantity = evaluate(
+                formula,
+                self.cost_lookup(record, "", bindings, None, used),
+                self.param_lookup(record, bindings, used),
+                self.call_lookup(record, bindings, used),
+            )
         except MissingName as exc:
             raise FormulaError("KB509", exc.message) from None
         if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
@@ -895,7 +1106,9 @@ def matching(record: Record, specs: Any) -> dict[str, Any] | None:
     values, or null for a field the record leaves out), or the spec itself when there is one."""
     for spec in specs if isinstance(specs, list) else [specs] if specs else []:
         when = spec.get("when", {}) if isinstance(spec, dict) else None
-        if isinstance(when, dict) and all(record.data.get(k) in (v if isinstance(v, list) else [v]) for k, v in when.items()):
+        if isinstance(when, dict) and all(
+            record.data.get(k) in (v if isinstance(v, list) else [v]) for k, v in when.items()
+        ):
             return spec
     return None
 
@@ -922,16 +1135,21 @@ def _verdict_word(ratio: float) -> str:
 def verdict(value: Value) -> str:
     """A ratio of two times in words, from the figure itself: prose never carries a hand-typed verdict."""
     if not value.quantity.dimensionless:
-        raise FormulaError("KB512", f"{value.shown()} is {describe_dimension(value.quantity.dimensionality)}, not a ratio; "
-                                    "'| verdict' quotes a plain number such as time_a / time_b")
+        raise FormulaError(
+            "KB512",
+            f"{value.shown()} is {describe_dimension(value.quantity.dimensionality)}, not a ratio; "
+            "'| verdict' quotes a plain number such as time_a / time_b",
+        )
     ratio = float(value.quantity.to("dimensionless").magnitude)
     word = _verdict_word(ratio)
     shown = f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time"
     flips = [label for label, q in value.variants if _verdict_word(float(q.to("dimensionless").magnitude)) != word]
     if flips:  # a competing input value turns the verdict round: say so, never hide it behind the preferred one
         low, high = value.spread
-        shown += (f"; {format_quantity(low.to('dimensionless'), None, 3)}× to {format_quantity(high.to('dimensionless'), None, 3)}× "
-                  f"over competing values, so the verdict turns on {', '.join(l.split(' = ')[0] for l in flips)}")
+        shown += (
+            f"; {format_quantity(low.to('dimensionless'), None, 3)}× to {format_quantity(high.to('dimensionless'), None, 3)}× "
+            f"over competing values, so the verdict turns on {', '.join(flip.split(' = ')[0] for flip in flips)}"
+        )
     return shown + ")"
 
 
@@ -956,15 +1174,20 @@ def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: An
         return ()
     values = dict(used)
     out = []
+
     def pick(key: str, label: str) -> Any:
         if key not in values:
             raise MissingName(key)  # a name default() stood in for: the same fallback applies
         return _under(values[key], label)
+
     for label in labels:
         try:
-            figure = evaluate(formula, lambda parts, label=label: pick(".".join(parts), label),
-                              lambda var, pid, label=label: pick(f"param({var}, '{pid}')", label),
-                              lambda var, function, args, text, label=label: pick(text, label))
+            figure = evaluate(
+                formula,
+                lambda parts, label=label: pick(".".join(parts), label),
+                lambda var, pid, label=label: pick(f"param({var}, '{pid}')", label),
+                lambda var, function, args, text, label=label: pick(text, label),
+            )
             out.append((label, figure.to(units)))
         except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
             continue  # this variant cannot be computed (say, a division by zero): the range leaves it out
@@ -999,12 +1222,17 @@ def substituted(value: Value, depth: int = 0) -> str:
         found = inputs.get(ast.unparse(node))
         if found is None:
             return None
-        if (found.computed and found.formula is not None and found.rows is None and found.recomputed is None
-                and depth < SUBSTITUTE_DEPTH):
+        if (
+            found.computed
+            and found.formula is not None
+            and found.rows is None
+            and found.recomputed is None
+            and depth < SUBSTITUTE_DEPTH
+        ):
             return f"({substituted(found, depth + 1)})"
         return found.shown()
-    return render(value.formula.tree, name_text)
 
+    return render(value.formula.tree, name_text)
 
 
 def _is_reference(item: Any, corpus: Corpus) -> bool:
@@ -1067,13 +1295,15 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         by_path: dict[str, list[Diagnostic]] = {}
         for d in computer.diagnostics:
             by_path.setdefault(d.path, []).append(d)
-        for key in (only if only is not None else corpus.records):
+        for key in only if only is not None else corpus.records:
             record = corpus.records[key]
             deps = computer.deps.get(key, set())
-            cache.compute[key] = {"digest": record.digest,
-                                  "deps": {dep: corpus.records[dep].digest for dep in deps if dep in corpus.records},
-                                  "resolved": computer.resolved.get(key, {}),
-                                  "diagnostics": by_path.get(record.path, [])}
+            cache.compute[key] = {
+                "digest": record.digest,
+                "deps": {dep: corpus.records[dep].digest for dep in deps if dep in corpus.records},
+                "resolved": computer.resolved.get(key, {}),
+                "diagnostics": by_path.get(record.path, []),
+            }
         for key in [k for k in cache.compute if k not in corpus.records]:
             del cache.compute[key]
         globals_now = [d for d in computer.diagnostics if d.path not in record_paths]

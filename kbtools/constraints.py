@@ -21,14 +21,16 @@ least one source the item cites):
 The registry checks the rules' shape (registry.rule_problems, KB210); this stage only applies them. The repository's own rules,
 with their codes, are listed in docs/diagnostics.md, generated from the schemas.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 from .diagnostics import Diagnostic, Severity
 from .links import Index, walk_plan
 from .model import Corpus, FieldPath, Record, dotted
 from .similar import url_key
+
 
 def check_constraints(corpus: Corpus) -> Corpus:
     index = None
@@ -48,8 +50,16 @@ def check_constraints(corpus: Corpus) -> Corpus:
                 if failed is not None:
                     line, col = record.position(path) if path else record.position(("id",))
                     where = dotted(path) if path else record.key
-                    found.append(Diagnostic(code=rule["code"], severity=Severity(rule["severity"]), path=record.path,
-                                            line=line, column=col, message=f"{where}: {rule['message']} ({failed})"))
+                    found.append(
+                        Diagnostic(
+                            code=rule["code"],
+                            severity=Severity(rule["severity"]),
+                            path=record.path,
+                            line=line,
+                            column=col,
+                            message=f"{where}: {rule['message']} ({failed})",
+                        )
+                    )
     return corpus.with_diagnostics(found)
 
 
@@ -82,7 +92,7 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
     for field, condition in conditions.items():
         value = item.get(field)
         if isinstance(condition, dict):
-            (kind, arg), = condition.items()
+            ((kind, arg),) = condition.items()
             if kind == "present" and (value not in (None, "", [])) != bool(arg):
                 return f"{field} is {'missing' if arg else 'present'}"
             if kind in ("same_url_as", "within_url_of"):
@@ -108,8 +118,11 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
 
 def _uncited(conditions: dict, item: dict, record: Record, index: Index) -> str | None:
     cited = item.get("source")
-    names = [cited] if isinstance(cited, str) else [s for s in (item.get("sources") or record.data.get("sources") or [])
-                                                      if isinstance(s, str)]
+    names = (
+        [cited]
+        if isinstance(cited, str)
+        else [s for s in (item.get("sources") or record.data.get("sources") or []) if isinstance(s, str)]
+    )
     if not names:
         return "it cites no source"
     reasons = []

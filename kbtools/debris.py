@@ -5,10 +5,12 @@ TODO/TBD/FIXME/XXX marker, or lorem ipsum in a record's frontmatter text or body
 warning at the text's line. Such text reads as a figure or a claim to a hurried reader and says
 nothing. kb new's own placeholder ("TODO") is what this catches once a draft is meant to be done.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record, dotted
@@ -19,7 +21,8 @@ _DEBRIS = re.compile(
     r"|(?<!\{)\{(?:\d+|[a-z_]+(?::[^{}]*)?)?\}(?!\})"  # str.format placeholders: {}, {0}, {name}, {x:.2f}
     r"|\b(?:TODO|TBD|FIXME|XXX)\b"
     r"|\blorem ipsum\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _CODE = re.compile(r"`[^`\n]*`")  # code quoted in prose is not debris
 
 
@@ -46,9 +49,14 @@ def _search(text: str) -> re.Match | None:
 
 
 def _diagnostic(record: Record, line: int, col: int, where: str, match: re.Match) -> Diagnostic:
-    return Diagnostic.make("KB116", record.path, line, col,
-                           f"{where}: {match.group()!r} looks like a template's or a tool's leftover; "
-                           "write what it stands for, or remove it")
+    return Diagnostic.make(
+        "KB116",
+        record.path,
+        line,
+        col,
+        f"{where}: {match.group()!r} looks like a template's or a tool's leftover; "
+        "write what it stands for, or remove it",
+    )
 
 
 def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:

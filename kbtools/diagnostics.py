@@ -4,6 +4,7 @@ Each code is declared once here with its severity, a one-line summary and an
 example; docs/diagnostics.md is rendered from this table (a test keeps them equal),
 so a code cannot exist without documentation.
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -28,69 +29,291 @@ E, W = Severity.ERROR, Severity.WARNING
 CODES: dict[str, Code] = {
     # load: files and frontmatter
     "KB100": Code(E, "The file is not valid UTF-8.", "records/models/x.md:3:7: error KB100 invalid UTF-8 byte 0xff"),
-    "KB101": Code(E, "The file is empty.", "records/models/x.md:1:1: error KB101 empty file: a record needs a --- frontmatter block"),
-    "KB102": Code(E, "The file does not start with a `---` frontmatter fence.", "records/models/x.md:1:1: error KB102 missing frontmatter: the first line must be '---'"),
-    "KB103": Code(E, "The frontmatter fence is opened but never closed.", "records/models/x.md:1:1: error KB103 frontmatter opened here is never closed by a '---' line"),
-    "KB104": Code(E, "The frontmatter is not valid YAML (tabs, bad indentation, unclosed quotes...).", "records/models/x.md:4:1: error KB104 invalid YAML: found character '\\t' that cannot start any token"),
-    "KB105": Code(E, "A key appears twice in one mapping (YAML would silently keep the last).", "records/models/x.md:9:1: error KB105 duplicate key 'name' (first at line 4)"),
-    "KB106": Code(E, "The frontmatter is not a mapping of keys to values.", "records/models/x.md:2:1: error KB106 frontmatter must be a mapping of keys to values, not a list"),
-    "KB107": Code(E, "The record's `id` is not its file name.", "records/models/x.md:2:5: error KB107 id 'y' does not match the file name 'x'"),
-    "KB108": Code(E, "The id (or file name) is not a kebab-case slug.", "records/models/My_Model.md:2:5: error KB108 id 'My_Model' must match ^[a-z0-9]+(-[a-z0-9]+)*$"),
-    "KB109": Code(E, "The record's `type` is not the type of its directory.", "records/models/x.md:3:7: error KB109 type 'engine' does not match directory 'models/' (type 'model')"),
-    "KB110": Code(E, "A Markdown file sits in a directory that is no record type.", "records/widgets/x.md:1:1: error KB110 'widgets/' is not a record directory (known: accelerators, engines, ...)"),
-    "KB111": Code(E, "The frontmatter is too large or too deeply nested to load safely.", "records/models/x.md:2:1: error KB111 frontmatter expands to more than 100000 YAML nodes (alias bomb?)"),
-    "KB112": Code(E, "A path given on the command line is not a record file.", "notes.txt:1:1: error KB112 not a record: expected records/<dir>/<id>.md"),
-    "KB113": Code(E, "A record file is too large to be a record (more than 5 MiB); it is not read.", "records/models/x.md:1:1: error KB113 file is 50.0 MiB; a record may be at most 5 MiB (it was not read)"),
-    "KB114": Code(E, "A body has more than 10,000 [[links]] or {{values}}; none is checked.", "records/flops/x.md:12:1: error KB114 the body has more than 10,000 [[links]] or {{values}}; none of them was checked"),
-    "KB115": Code(E, "A body is longer than kb checks (200,000 characters); its links and values are not checked.", "records/flops/x.md:12:1: error KB115 the body is 4,900,000 characters long, more than the 200,000 kb checks; its links and values were not checked"),
+    "KB101": Code(
+        E,
+        "The file is empty.",
+        "records/models/x.md:1:1: error KB101 empty file: a record needs a --- frontmatter block",
+    ),
+    "KB102": Code(
+        E,
+        "The file does not start with a `---` frontmatter fence.",
+        "records/models/x.md:1:1: error KB102 missing frontmatter: the first line must be '---'",
+    ),
+    "KB103": Code(
+        E,
+        "The frontmatter fence is opened but never closed.",
+        "records/models/x.md:1:1: error KB103 frontmatter opened here is never closed by a '---' line",
+    ),
+    "KB104": Code(
+        E,
+        "The frontmatter is not valid YAML (tabs, bad indentation, unclosed quotes...).",
+        "records/models/x.md:4:1: error KB104 invalid YAML: found character '\\t' that cannot start any token",
+    ),
+    "KB105": Code(
+        E,
+        "A key appears twice in one mapping (YAML would silently keep the last).",
+        "records/models/x.md:9:1: error KB105 duplicate key 'name' (first at line 4)",
+    ),
+    "KB106": Code(
+        E,
+        "The frontmatter is not a mapping of keys to values.",
+        "records/models/x.md:2:1: error KB106 frontmatter must be a mapping of keys to values, not a list",
+    ),
+    "KB107": Code(
+        E,
+        "The record's `id` is not its file name.",
+        "records/models/x.md:2:5: error KB107 id 'y' does not match the file name 'x'",
+    ),
+    "KB108": Code(
+        E,
+        "The id (or file name) is not a kebab-case slug.",
+        "records/models/My_Model.md:2:5: error KB108 id 'My_Model' must match ^[a-z0-9]+(-[a-z0-9]+)*$",
+    ),
+    "KB109": Code(
+        E,
+        "The record's `type` is not the type of its directory.",
+        "records/models/x.md:3:7: error KB109 type 'engine' does not match directory 'models/' (type 'model')",
+    ),
+    "KB110": Code(
+        E,
+        "A Markdown file sits in a directory that is no record type.",
+        "records/widgets/x.md:1:1: error KB110 'widgets/' is not a record directory (known: accelerators, engines, ...)",
+    ),
+    "KB111": Code(
+        E,
+        "The frontmatter is too large or too deeply nested to load safely.",
+        "records/models/x.md:2:1: error KB111 frontmatter expands to more than 100000 YAML nodes (alias bomb?)",
+    ),
+    "KB112": Code(
+        E,
+        "A path given on the command line is not a record file.",
+        "notes.txt:1:1: error KB112 not a record: expected records/<dir>/<id>.md",
+    ),
+    "KB113": Code(
+        E,
+        "A record file is too large to be a record (more than 5 MiB); it is not read.",
+        "records/models/x.md:1:1: error KB113 file is 50.0 MiB; a record may be at most 5 MiB (it was not read)",
+    ),
+    "KB114": Code(
+        E,
+        "A body has more than 10,000 [[links]] or {{values}}; none is checked.",
+        "records/flops/x.md:12:1: error KB114 the body has more than 10,000 [[links]] or {{values}}; none of them was checked",
+    ),
+    "KB115": Code(
+        E,
+        "A body is longer than kb checks (200,000 characters); its links and values are not checked.",
+        "records/flops/x.md:12:1: error KB115 the body is 4,900,000 characters long, more than the 200,000 kb checks; its links and values were not checked",
+    ),
     # schema
-    "KB200": Code(E, "A field breaks its type's JSON Schema.", "records/models/x.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']"),
-    "KB201": Code(E, "A field is not part of its type's schema (misspelt or unknown).", "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'"),
-    "KB202": Code(E, "A required field is missing.", "records/models/x.md:1:1: error KB202 missing required field 'status'"),
-    "KB203": Code(E, "A field is given and also listed under `unknown:`.", "records/engines/x.md:12:3: error KB203 unknown.kind: kind is given (line 8) and also said to be unknown; keep one"),
-    "KB210": Code(E, "A schema file is broken: not JSON, not a valid JSON Schema, or a bad kb annotation.", "schema/model.schema.json:12:5: error KB210 invalid schema: 'strin' is not valid under any of the given schemas"),
+    "KB200": Code(
+        E,
+        "A field breaks its type's JSON Schema.",
+        "records/models/x.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']",
+    ),
+    "KB201": Code(
+        E,
+        "A field is not part of its type's schema (misspelt or unknown).",
+        "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'",
+    ),
+    "KB202": Code(
+        E, "A required field is missing.", "records/models/x.md:1:1: error KB202 missing required field 'status'"
+    ),
+    "KB203": Code(
+        E,
+        "A field is given and also listed under `unknown:`.",
+        "records/engines/x.md:12:3: error KB203 unknown.kind: kind is given (line 8) and also said to be unknown; keep one",
+    ),
+    "KB210": Code(
+        E,
+        "A schema file is broken: not JSON, not a valid JSON Schema, or a bad kb annotation.",
+        "schema/model.schema.json:12:5: error KB210 invalid schema: 'strin' is not valid under any of the given schemas",
+    ),
     # links
-    "KB300": Code(E, "A reference field names a record that does not exist.", "records/accelerators/x.md:14:12: error KB300 host_link: no record 'pcie-9-x16'"),
-    "KB301": Code(E, "A reference field names a record of the wrong type.", "records/flops/x.md:8:5: error KB301 affected_by_hardware: 'memory-bandwidth' is a hardware_parameter, expected accelerator"),
-    "KB302": Code(E, "A [[wikilink]] in the body points nowhere.", "records/flops/x.md:31:12: error KB302 dangling link [[engines/lmcach]]"),
-    "KB303": Code(E, "A bare [[id]] wikilink matches records in several directories.", "records/flops/x.md:31:12: error KB303 ambiguous link [[lmcache]]: engines/lmcache, sources/lmcache; qualify it as [[dir/id]]"),
-    "KB304": Code(E, "The same id is used by records in two places.", "records/sources/lmcache.md:2:5: error KB304 id 'lmcache' is also used by records/engines/lmcache.md"),
-    "KB305": Code(W, "A [[dir/id#heading]] link names a heading the target does not have.", "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache"),
-    "KB306": Code(W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"),
-    "KB307": Code(W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"),
-    "KB116": Code(W, "A template's or a tool's leftover in a record's text: a %s or {0} placeholder, TODO/TBD/FIXME, lorem ipsum.", "records/engines/x.md:30:12: warning KB116 body: '%s' looks like a template's or a tool's leftover; write what it stands for, or remove it"),
-    "KB309": Code(W, "Two records of one type have the same name but for case, spacing or punctuation.", "records/engines/vllm-2.md:4:7: warning KB309 name 'VLLM' is the same as engines/vllm's 'vLLM' but for case, spacing or punctuation: merge the two, or name them apart"),
-    "KB310": Code(W, "Two source records point at one document (the same URL once normalised, or the same DOI).", "records/sources/b.md:8:6: warning KB310 url is the same document as sources/a's (https://example.org/x): one document, two source records"),
-    "KB308": Code(W, "A source has no url and does not say why (no_url).", "records/sources/x.md:2:5: warning KB308 a source needs a url, or no_url saying why it has none (a print-only document, say)"),
+    "KB300": Code(
+        E,
+        "A reference field names a record that does not exist.",
+        "records/accelerators/x.md:14:12: error KB300 host_link: no record 'pcie-9-x16'",
+    ),
+    "KB301": Code(
+        E,
+        "A reference field names a record of the wrong type.",
+        "records/flops/x.md:8:5: error KB301 affected_by_hardware: 'memory-bandwidth' is a hardware_parameter, expected accelerator",
+    ),
+    "KB302": Code(
+        E,
+        "A [[wikilink]] in the body points nowhere.",
+        "records/flops/x.md:31:12: error KB302 dangling link [[engines/lmcach]]",
+    ),
+    "KB303": Code(
+        E,
+        "A bare [[id]] wikilink matches records in several directories.",
+        "records/flops/x.md:31:12: error KB303 ambiguous link [[lmcache]]: engines/lmcache, sources/lmcache; qualify it as [[dir/id]]",
+    ),
+    "KB304": Code(
+        E,
+        "The same id is used by records in two places.",
+        "records/sources/lmcache.md:2:5: error KB304 id 'lmcache' is also used by records/engines/lmcache.md",
+    ),
+    "KB305": Code(
+        W,
+        "A [[dir/id#heading]] link names a heading the target does not have.",
+        "records/flops/x.md:12:3: warning KB305 no heading 'setup' in engines/lmcache",
+    ),
+    "KB306": Code(
+        W, "Nothing links to this record.", "records/models/x.md:2:5: warning KB306 orphan: no record links to models/x"
+    ),
+    "KB307": Code(
+        W, "No record cites this source.", "records/sources/x.md:2:5: warning KB307 source 'x' is cited by no record"
+    ),
+    "KB116": Code(
+        W,
+        "A template's or a tool's leftover in a record's text: a %s or {0} placeholder, TODO/TBD/FIXME, lorem ipsum.",
+        "records/engines/x.md:30:12: warning KB116 body: '%s' looks like a template's or a tool's leftover; write what it stands for, or remove it",
+    ),
+    "KB309": Code(
+        W,
+        "Two records of one type have the same name but for case, spacing or punctuation.",
+        "records/engines/vllm-2.md:4:7: warning KB309 name 'VLLM' is the same as engines/vllm's 'vLLM' but for case, spacing or punctuation: merge the two, or name them apart",
+    ),
+    "KB310": Code(
+        W,
+        "Two source records point at one document (the same URL once normalised, or the same DOI).",
+        "records/sources/b.md:8:6: warning KB310 url is the same document as sources/a's (https://example.org/x): one document, two source records",
+    ),
+    "KB308": Code(
+        W,
+        "A source has no url and does not say why (no_url).",
+        "records/sources/x.md:2:5: warning KB308 a source needs a url, or no_url saying why it has none (a print-only document, say)",
+    ),
     # units and quantities
-    "KB400": Code(E, "A quantity is not 'VALUE UNIT' (or a bare number for the field's canonical unit).", "records/accelerators/x.md:9:1: error KB400 memory_bandwidth: 'fast' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'"),
-    "KB401": Code(E, "A unit is not known to the project's unit registry (kbtools/units.txt).", "records/accelerators/x.md:9:1: error KB401 memory_bandwidth: unknown unit 'TBps'"),
-    "KB402": Code(E, "A quantity has the wrong dimension for its field.", "records/accelerators/x.md:9:1: error KB402 memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"),
-    "KB403": Code(E, "A quantity is infinite or absurdly large.", "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range"),
+    "KB400": Code(
+        E,
+        "A quantity is not 'VALUE UNIT' (or a bare number for the field's canonical unit).",
+        "records/accelerators/x.md:9:1: error KB400 memory_bandwidth: 'fast' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'",
+    ),
+    "KB401": Code(
+        E,
+        "A unit is not known to the project's unit registry (kbtools/units.txt).",
+        "records/accelerators/x.md:9:1: error KB401 memory_bandwidth: unknown unit 'TBps'",
+    ),
+    "KB402": Code(
+        E,
+        "A quantity has the wrong dimension for its field.",
+        "records/accelerators/x.md:9:1: error KB402 memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)",
+    ),
+    "KB403": Code(
+        E,
+        "A quantity is infinite or absurdly large.",
+        "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range",
+    ),
     # recomputation
-    "KB500": Code(E, "A stated figure disagrees with its recomputation from the records it rests on.", "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is twice the recomputed one (tolerance 1%)"),
-    "KB501": Code(E, "A formula is not valid in the formula language (syntax, or a construct that is not allowed).", "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, or a function a record's type declares)"),
-    "KB502": Code(E, "A formula uses a name that has no value here.", "records/flops/x.md:14:5: error KB502 costs.x: 'prefix_len' is not an input, a cost or a field of flops/x"),
-    "KB503": Code(E, "A formula combines quantities whose units do not fit (GB + GB/s).", "records/flops/x.md:14:5: error KB503 costs.x: cannot add GB (information) and GB/s (information per time)"),
-    "KB504": Code(E, "A formula's result does not have the dimension of its declared unit.", "records/flops/x.md:15:5: error KB504 costs.x: hit_path_bytes / tier.bandwidth gives time (44.97 ms), but its unit is GB (information)"),
-    "KB505": Code(E, "A formula divides by zero.", "records/flops/x.md:14:5: error KB505 costs.x: division by zero: tier.bandwidth is 0"),
-    "KB506": Code(E, "Costs depend on each other in a cycle.", "records/flops/a.md:14:5: error KB506 costs.x: cycle flops/a.costs.x → flops/b.costs.y → flops/a.costs.x"),
-    "KB507": Code(E, "A formula's numbers or exponent are out of bounds.", "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64"),
-    "KB508": Code(E, "A for_each or table is used wrongly.", "records/flops/x.md:16:5: error KB508 costs.x.for_each: 'tiers' is not a list of record references"),
-    "KB509": Code(E, "An inline {{ value }} in the body cannot be computed or has the wrong unit.", "records/flops/x.md:30:12: error KB509 inline value {{ hit_path_bytes | ms }}: 2.249 GB is information, expected time (like ms)"),
-    "KB512": Code(E, "An inline value's '| verdict' is not a ratio (a plain number).", "records/flops/x.md:30:12: error KB512 inline value {{ t | verdict }}: 44.97 ms is time, not a ratio"),
-    "KB510": Code(E, "A hardware_parameter's carried_by names a type or field that does not carry it.", "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator"),
-    "KB511": Code(W, "A hardware_parameters row names a record that has no value for that parameter.", "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth"),
-    "KB520": Code(E, "A measurement cross-check fails: a computed figure breaks the bound (at_most / at_least) the model sets for it.", "records/measurements/x.md:30:5: error KB520 costs.ceiling_fraction = 1.3 exceeds its bound 1: the measurement and the model disagree; keep both, mark the record contested and say why"),
-    "KB540": Code(W, "A figure is outside the range real values of its field fall in (the schema's x-kb-plausible).", "records/accelerators/x.md:20:3: warning KB540 memory_bandwidth = 21 PB/s is outside the range real values fall in (100 GB/s to 30 TB/s): off-chip memory of today's accelerators; check the unit and what was measured"),
-    "KB530": Code(E, "A field's competing values disagree beyond its tolerance and the record is not marked contested.", "records/accelerators/x.md:12:5: error KB530 memory_bandwidth: 7.7 TB/s (hmc-tech) disagrees with the preferred 8 TB/s (nvidia-b200-datasheet) by more than 1%: mark the record contested ..."),
-    "KB531": Code(E, "A field's competing values do not have exactly one ranked preferred.", "records/accelerators/x.md:12:1: error KB531 memory_bandwidth: 2 values are ranked preferred; exactly one must be"),
+    "KB500": Code(
+        E,
+        "A stated figure disagrees with its recomputation from the records it rests on.",
+        "records/flops/x.md:14:5: error KB500 costs.hit_path_bytes: stated 4.5 GB but model.kv_bytes_per_token * prefix_tokens = 70,272 B/token × 32,000 token = 2.249 GB; the stated figure is twice the recomputed one (tolerance 1%)",
+    ),
+    "KB501": Code(
+        E,
+        "A formula is not valid in the formula language (syntax, or a construct that is not allowed).",
+        "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, or a function a record's type declares)",
+    ),
+    "KB502": Code(
+        E,
+        "A formula uses a name that has no value here.",
+        "records/flops/x.md:14:5: error KB502 costs.x: 'prefix_len' is not an input, a cost or a field of flops/x",
+    ),
+    "KB503": Code(
+        E,
+        "A formula combines quantities whose units do not fit (GB + GB/s).",
+        "records/flops/x.md:14:5: error KB503 costs.x: cannot add GB (information) and GB/s (information per time)",
+    ),
+    "KB504": Code(
+        E,
+        "A formula's result does not have the dimension of its declared unit.",
+        "records/flops/x.md:15:5: error KB504 costs.x: hit_path_bytes / tier.bandwidth gives time (44.97 ms), but its unit is GB (information)",
+    ),
+    "KB505": Code(
+        E,
+        "A formula divides by zero.",
+        "records/flops/x.md:14:5: error KB505 costs.x: division by zero: tier.bandwidth is 0",
+    ),
+    "KB506": Code(
+        E,
+        "Costs depend on each other in a cycle.",
+        "records/flops/a.md:14:5: error KB506 costs.x: cycle flops/a.costs.x → flops/b.costs.y → flops/a.costs.x",
+    ),
+    "KB507": Code(
+        E,
+        "A formula's numbers or exponent are out of bounds.",
+        "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64",
+    ),
+    "KB508": Code(
+        E,
+        "A for_each or table is used wrongly.",
+        "records/flops/x.md:16:5: error KB508 costs.x.for_each: 'tiers' is not a list of record references",
+    ),
+    "KB509": Code(
+        E,
+        "An inline {{ value }} in the body cannot be computed or has the wrong unit.",
+        "records/flops/x.md:30:12: error KB509 inline value {{ hit_path_bytes | ms }}: 2.249 GB is information, expected time (like ms)",
+    ),
+    "KB512": Code(
+        E,
+        "An inline value's '| verdict' is not a ratio (a plain number).",
+        "records/flops/x.md:30:12: error KB512 inline value {{ t | verdict }}: 44.97 ms is time, not a ratio",
+    ),
+    "KB510": Code(
+        E,
+        "A hardware_parameter's carried_by names a type or field that does not carry it.",
+        "records/hardware-parameters/x.md:9:3: error KB510 carried_by.accelerator: 'memory_bw' is not a quantity field of accelerator",
+    ),
+    "KB511": Code(
+        W,
+        "A hardware_parameters row names a record that has no value for that parameter.",
+        "records/flops/x.md:20:9: warning KB511 hardware_parameters[0]: accelerators/x has no memory_bandwidth",
+    ),
+    "KB520": Code(
+        E,
+        "A measurement cross-check fails: a computed figure breaks the bound (at_most / at_least) the model sets for it.",
+        "records/measurements/x.md:30:5: error KB520 costs.ceiling_fraction = 1.3 exceeds its bound 1: the measurement and the model disagree; keep both, mark the record contested and say why",
+    ),
+    "KB540": Code(
+        W,
+        "A figure is outside the range real values of its field fall in (the schema's x-kb-plausible).",
+        "records/accelerators/x.md:20:3: warning KB540 memory_bandwidth = 21 PB/s is outside the range real values fall in (100 GB/s to 30 TB/s): off-chip memory of today's accelerators; check the unit and what was measured",
+    ),
+    "KB530": Code(
+        E,
+        "A field's competing values disagree beyond its tolerance and the record is not marked contested.",
+        "records/accelerators/x.md:12:5: error KB530 memory_bandwidth: 7.7 TB/s (hmc-tech) disagrees with the preferred 8 TB/s (nvidia-b200-datasheet) by more than 1%: mark the record contested ...",
+    ),
+    "KB531": Code(
+        E,
+        "A field's competing values do not have exactly one ranked preferred.",
+        "records/accelerators/x.md:12:1: error KB531 memory_bandwidth: 2 values are ranked preferred; exactly one must be",
+    ),
     # history
-    "KB600": Code(E, "Prose still quotes a figure that a change replaced in a field (kb check --since REV, and the pre-commit path).", "records/interconnects/pcie-6-x16.md:14:9: error KB600 quotes 128 GB/s, the old value of interconnects/pcie-6-x16.bandwidth_per_direction (now 242 GB/s, changed since HEAD at records/interconnects/pcie-6-x16.md:10:1); quote it as {{ interconnects/pcie-6-x16.bandwidth_per_direction }} instead"),
-    "KB610": Code(E, "A figure in a record's own text claims one of its values and disagrees with it (no history needed).", "records/interconnects/x.md:14:9: error KB610 bandwidth_per_direction.note: the text says 31.5 GB/s for bandwidth_per_direction, but interconnects/x.bandwidth_per_direction is 63 GB/s: correct the text or the field; quote the field as {{ bandwidth_per_direction }} in the body, strike an old figure through (~~31.5 GB/s~~), or enter a competing figure among the field's values"),
-    "KB611": Code(W, "A figure typed by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.", "records/flops/x.md:30:12: warning KB611 body: 3.35 TB/s is accelerators/nvidia-h100-sxm.memory_bandwidth (3.35 TB/s) typed by hand; write {{ accelerators/nvidia-h100-sxm.memory_bandwidth | TB/s }} so an edit to it cannot leave this stale"),
+    "KB600": Code(
+        E,
+        "Prose still quotes a figure that a change replaced in a field (kb check --since REV, and the pre-commit path).",
+        "records/interconnects/pcie-6-x16.md:14:9: error KB600 quotes 128 GB/s, the old value of interconnects/pcie-6-x16.bandwidth_per_direction (now 242 GB/s, changed since HEAD at records/interconnects/pcie-6-x16.md:10:1); quote it as {{ interconnects/pcie-6-x16.bandwidth_per_direction }} instead",
+    ),
+    "KB610": Code(
+        E,
+        "A figure in a record's own text claims one of its values and disagrees with it (no history needed).",
+        "records/interconnects/x.md:14:9: error KB610 bandwidth_per_direction.note: the text says 31.5 GB/s for bandwidth_per_direction, but interconnects/x.bandwidth_per_direction is 63 GB/s: correct the text or the field; quote the field as {{ bandwidth_per_direction }} in the body, strike an old figure through (~~31.5 GB/s~~), or enter a competing figure among the field's values",
+    ),
+    "KB611": Code(
+        W,
+        "A figure typed by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.",
+        "records/flops/x.md:30:12: warning KB611 body: 3.35 TB/s is accelerators/nvidia-h100-sxm.memory_bandwidth (3.35 TB/s) typed by hand; write {{ accelerators/nvidia-h100-sxm.memory_bandwidth | TB/s }} so an edit to it cannot leave this stale",
+    ),
     # internal
-    "KB900": Code(E, "kb itself failed; please report it with the file named.", "records/models/x.md:1:1: error KB900 internal error: ..."),
+    "KB900": Code(
+        E,
+        "kb itself failed; please report it with the file named.",
+        "records/models/x.md:1:1: error KB900 internal error: ...",
+    ),
 }
 
 
@@ -108,9 +331,16 @@ class Diagnostic(BaseModel):
     hint: str | None = None
 
     @classmethod
-    def make(cls, code: str, path: str, line: int, column: int, message: str, hint: str | None = None) -> "Diagnostic":
-        return cls(code=code, severity=CODES[code].severity, path=path, line=max(line, 1),
-                   column=max(column, 1), message=message, hint=hint)
+    def make(cls, code: str, path: str, line: int, column: int, message: str, hint: str | None = None) -> Diagnostic:
+        return cls(
+            code=code,
+            severity=CODES[code].severity,
+            path=path,
+            line=max(line, 1),
+            column=max(column, 1),
+            message=message,
+            hint=hint,
+        )
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)
@@ -134,12 +364,20 @@ def render_reference(schema_dir: str = "schema") -> str:
         lines.append(f"| {code} | {c.severity.value} | {c.summary} | `{example}` |")
     constraints = _declared_constraints(schema_dir)
     if constraints:
-        lines += ["", "## Constraints the schemas declare", "",
-                  "Rules of provenance written as data in the schemas (`x-kb-constraints`, see docs/records.md); each",
-                  "carries its own code and severity. This table is read from `schema/`.", "",
-                  "| Code | Severity | Schema | Applies to | Rule |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Constraints the schemas declare",
+            "",
+            "Rules of provenance written as data in the schemas (`x-kb-constraints`, see docs/records.md); each",
+            "carries its own code and severity. This table is read from `schema/`.",
+            "",
+            "| Code | Severity | Schema | Applies to | Rule |",
+            "|---|---|---|---|---|",
+        ]
         for schema, rule in constraints:
-            lines.append(f"| {rule['code']} | {rule['severity']} | `{schema}` | {rule.get('each', 'record')} | {rule['message']} |")
+            lines.append(
+                f"| {rule['code']} | {rule['severity']} | `{schema}` | {rule.get('each', 'record')} | {rule['message']} |"
+            )
     return "\n".join(lines) + "\n"
 
 

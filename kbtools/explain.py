@@ -1,9 +1,10 @@
 """`kb explain`: how a value was obtained, from which records and sources, recursively."""
+
 from __future__ import annotations
 
-from .units import format_quantity
 from .compute import Value, substituted
 from .model import Corpus
+from .units import format_quantity
 
 MAX_DEPTH = 8
 
@@ -55,8 +56,10 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
         lines.append(f"{indent}= {value.formula.text}")
         lines.append(f"{indent}= {substituted(value)}")
         lines.append(f"{indent}≈ {value.shown()}")
-        lines.append(f"{indent}basis: derived (weakest input basis: {value.input_basis}); confidence {value.confidence:g}; "
-                     f"at {_where(corpus, value)}")
+        lines.append(
+            f"{indent}basis: derived (weakest input basis: {value.input_basis}); confidence {value.confidence:g}; "
+            f"at {_where(corpus, value)}"
+        )
         lines.append(f"{indent}sources: {_sources(value)}")
         if value.variants:
             lines.append(f"{indent}range over the competing values it rests on: {value.spread_shown()}")
@@ -73,16 +76,22 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
             lines.extend(_explain(corpus, used, indent + "    ", depth + 1))
         return lines
     claim = ", vendor claim" if value.vendor_claim else ""
-    lines.append(f"{indent}stated in {_where(corpus, value)}; basis {value.basis}{claim}; confidence {value.confidence:g}; "
-                 f"sources: {_sources(value)}")
+    lines.append(
+        f"{indent}stated in {_where(corpus, value)}; basis {value.basis}{claim}; confidence {value.confidence:g}; "
+        f"sources: {_sources(value)}"
+    )
     if value.note:
         lines.append(f"{indent}note: {value.note}")
     if value.alternatives:
         if value.spread is not None:  # a stated value's variants are its normal (non-deprecated) alternatives
-            lines.append(f"{indent}rank preferred (kb computes with it); range over the normal values: {value.spread_shown()}")
+            lines.append(
+                f"{indent}rank preferred (kb computes with it); range over the normal values: {value.spread_shown()}"
+            )
         for other in value.alternatives:
-            lines.append(f"{indent}also, ranked {other.rank}: {other.shown(value.unit)} (basis {other.basis}; source {_sources(other)})"
-                         + (f"; note: {other.note}" if other.note else ""))
+            lines.append(
+                f"{indent}also, ranked {other.rank}: {other.shown(value.unit)} (basis {other.basis}; source {_sources(other)})"
+                + (f"; note: {other.note}" if other.note else "")
+            )
     if checked is not None and depth < MAX_DEPTH:
         lines.append(f"{indent}recomputed as {checked.shown()}:")
         lines.extend(_explain(corpus, checked, indent + "  ", depth + 1))

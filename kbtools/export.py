@@ -3,6 +3,7 @@
 Quantities are stored in their field's canonical unit with a `<field>_unit` column beside
 them; computed values are included and flagged in the JSON. Files are written atomically.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,11 @@ def _spread(value, units) -> dict[str, Any] | None:
     spread = value.spread
     if spread is None:
         return None
-    return {"low": float(spread[0].to(units).magnitude), "high": float(spread[1].to(units).magnitude),
-            "over": [label for label, _ in value.variants]}
+    return {
+        "low": float(spread[0].to(units).magnitude),
+        "high": float(spread[1].to(units).magnitude),
+        "over": [label for label, _ in value.variants],
+    }
 
 
 def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
@@ -45,9 +49,14 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
                 continue
             unit = _canonical(corpus, corpus.records[key].type, name) if group == "fields" else value.unit
             quantity = value.quantity.to(unit) if unit else value.quantity
-            out[name] = {"value": float(quantity.magnitude), "unit": unit or f"{quantity.units:~P}", "basis": value.basis,
-                         "computed": value.computed, "sources": list(value.sources),
-                         "formula": value.formula.text if value.formula else None}
+            out[name] = {
+                "value": float(quantity.magnitude),
+                "unit": unit or f"{quantity.units:~P}",
+                "basis": value.basis,
+                "computed": value.computed,
+                "sources": list(value.sources),
+                "formula": value.formula.text if value.formula else None,
+            }
             if value.variants:
                 out[name]["range"] = _spread(value, quantity.units)
     return out
@@ -58,17 +67,28 @@ def _ranges(corpus: Corpus) -> list[tuple]:
     found = []
     for key in sorted(corpus.records):
         for name, view in record_values(corpus, key).items():
-            for row, item in (view["rows"].items() if "rows" in view else [(None, view)]):
+            for row, item in view["rows"].items() if "rows" in view else [(None, view)]:
                 if item.get("range"):
                     r = item["range"]
-                    found.append((key, name, row, r["low"], r["high"], item["unit"], json.dumps(r["over"], ensure_ascii=False)))
+                    found.append(
+                        (key, name, row, r["low"], r["high"], item["unit"], json.dumps(r["over"], ensure_ascii=False))
+                    )
     return found
 
 
 def to_json(corpus: Corpus) -> dict[str, Any]:
     return {
-        "records": [{"key": key, "type": r.type, "path": r.path, "data": dict(r.data), "values": record_values(corpus, key), "body": r.body}
-                    for key, r in sorted(corpus.records.items())],
+        "records": [
+            {
+                "key": key,
+                "type": r.type,
+                "path": r.path,
+                "data": dict(r.data),
+                "values": record_values(corpus, key),
+                "body": r.body,
+            }
+            for key, r in sorted(corpus.records.items())
+        ],
         "links": [{"source": s, "target": t, "field": f, "line": line} for s, t, f, line in corpus.edges or ()],
         "diagnostics": [d.model_dump(mode="json") for d in corpus.diagnostics],
     }
@@ -80,7 +100,12 @@ def _atomic(path: Path, write) -> None:
 
 
 def write_json(corpus: Corpus, path: Path) -> None:
-    _atomic(path, lambda tmp: tmp.write_text(json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str), encoding="utf-8"))
+    _atomic(
+        path,
+        lambda tmp: tmp.write_text(
+            json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str), encoding="utf-8"
+        ),
+    )
 
 
 def _column(name: str) -> str:
@@ -93,36 +118,61 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
         db = sqlite3.connect(tmp)
         try:
             for type_name, record_type in sorted(corpus.registry.types.items()):
-                fields = [f for f in record_type.property_order if f not in ENVELOPE and f not in ("type", "sources", "notes", "aliases")]
-                quantity_fields = [f for f in fields if record_type.plan.properties.get(f) and record_type.plan.properties[f].quantity]
+                fields = [
+                    f
+                    for f in record_type.property_order
+                    if f not in ENVELOPE and f not in ("type", "sources", "notes", "aliases")
+                ]
+                quantity_fields = [
+                    f for f in fields if record_type.plan.properties.get(f) and record_type.plan.properties[f].quantity
+                ]
                 columns = ["key", *ENVELOPE, "sources"]
                 for field in fields:
                     columns.append(field)
                     if field in quantity_fields:
                         columns.append(f"{field}_unit")
-                db.execute(f"CREATE TABLE {_column(type_name)} ({', '.join(_column(c) + (' PRIMARY KEY' if c == 'key' else '') for c in columns)})")
+                db.execute(
+                    f"CREATE TABLE {_column(type_name)} ({', '.join(_column(c) + (' PRIMARY KEY' if c == 'key' else '') for c in columns)})"
+                )
                 for key, record in sorted(corpus.records.items()):
                     if record.type != type_name:
                         continue
                     values = record_values(corpus, key)
-                    row: dict[str, Any] = {"key": key, **{k: record.data.get(k) for k in ENVELOPE}, "sources": json.dumps(record.data.get("sources", []))}
+                    row: dict[str, Any] = {
+                        "key": key,
+                        **{k: record.data.get(k) for k in ENVELOPE},
+                        "sources": json.dumps(record.data.get("sources", [])),
+                    }
                     for field in fields:
                         if field in quantity_fields and field in values and "value" in values[field]:
                             row[field], row[f"{field}_unit"] = values[field]["value"], values[field]["unit"]
                         else:
                             raw = record.data.get(field)
-                            row[field] = json.dumps(raw, ensure_ascii=False, default=str) if isinstance(raw, (list, dict)) else raw
-                    db.execute(f"INSERT INTO {_column(type_name)} ({', '.join(map(_column, row))}) VALUES ({', '.join('?' * len(row))})",
-                               [v if isinstance(v, (int, float, str)) or v is None else str(v) for v in row.values()])
+                            row[field] = (
+                                json.dumps(raw, ensure_ascii=False, default=str)
+                                if isinstance(raw, (list, dict))
+                                else raw
+                            )
+                    db.execute(
+                        f"INSERT INTO {_column(type_name)} ({', '.join(map(_column, row))}) VALUES ({', '.join('?' * len(row))})",
+                        [v if isinstance(v, (int, float, str)) or v is None else str(v) for v in row.values()],
+                    )
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
             # a figure resting on competing values is a range; the per-type tables hold the preferred figure
-            db.execute("CREATE TABLE ranges (key TEXT, value TEXT, row TEXT, low REAL, high REAL, unit TEXT, over TEXT)")
+            db.execute(
+                "CREATE TABLE ranges (key TEXT, value TEXT, row TEXT, low REAL, high REAL, unit TEXT, over TEXT)"
+            )
             db.executemany("INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)", _ranges(corpus))
-            db.execute("CREATE TABLE diagnostics (code TEXT, severity TEXT, path TEXT, line INTEGER, column INTEGER, message TEXT)")
-            db.executemany("INSERT INTO diagnostics VALUES (?, ?, ?, ?, ?, ?)",
-                           [(d.code, d.severity.value, d.path, d.line, d.column, d.message) for d in corpus.diagnostics])
+            db.execute(
+                "CREATE TABLE diagnostics (code TEXT, severity TEXT, path TEXT, line INTEGER, column INTEGER, message TEXT)"
+            )
+            db.executemany(
+                "INSERT INTO diagnostics VALUES (?, ?, ?, ?, ?, ?)",
+                [(d.code, d.severity.value, d.path, d.line, d.column, d.message) for d in corpus.diagnostics],
+            )
             db.commit()
         finally:
             db.close()
+
     _atomic(path, write)

@@ -6,6 +6,7 @@ the order they were written), writes lists of plain values inline and lists of m
 as blocks, and quotes only where YAML needs it. The body after the closing fence is kept
 byte for byte. Running it twice changes nothing.
 """
+
 from __future__ import annotations
 
 import io
@@ -78,7 +79,7 @@ def format_text(text: str, order: tuple[str, ...]) -> str:
     _style(data)
     buffer = io.StringIO()
     yaml.dump(data, buffer)
-    return "---\n" + buffer.getvalue() + "---\n" + "".join(lines[closing + 1:])
+    return "---\n" + buffer.getvalue() + "---\n" + "".join(lines[closing + 1 :])
 
 
 def format_file(path: Path, registry: TypeRegistry, check_only: bool) -> Formatted:
@@ -105,7 +106,9 @@ def format_file(path: Path, registry: TypeRegistry, check_only: bool) -> Formatt
         try:
             replace_file(path, formatted, expected=raw)  # an edit saved since the read is never overwritten
         except ChangedMeanwhile:
-            return Formatted(path, False, "1:1: the file changed while kb fmt worked on it; it was left as it is (run kb fmt again)")
+            return Formatted(
+                path, False, "1:1: the file changed while kb fmt worked on it; it was left as it is (run kb fmt again)"
+            )
         except OSError as exc:
             return Formatted(path, False, f"1:1: cannot write the file: {exc.strerror}")
     return Formatted(path, changed)

@@ -10,14 +10,16 @@ its schema (`x-kb-functions`), called on the record: `model.kv_bytes(prefix_toke
 walrus...) is rejected before anything is evaluated. The evaluator walks the
 checked tree itself, so no Python code from a record ever runs.
 """
+
 from __future__ import annotations
 
 import ast
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import pint
 
@@ -94,7 +96,9 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             exponent = _literal_number(node.right)
             if exponent is None or abs(exponent) > MAX_EXPONENT:
-                raise FormulaError("KB507", f"an exponent must be a number literal between -{MAX_EXPONENT} and {MAX_EXPONENT}")
+                raise FormulaError(
+                    "KB507", f"an exponent must be a number literal between -{MAX_EXPONENT} and {MAX_EXPONENT}"
+                )
         return
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float, str)):
@@ -115,21 +119,33 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
         # record.function(args): a function the record's type declares (x-kb-functions), checked when evaluated
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-            raise FormulaError("KB501", f"{ast.unparse(node.func)}() takes plain positional arguments, "
-                                        "like model.kv_bytes(prefix_tokens)")
+            raise FormulaError(
+                "KB501",
+                f"{ast.unparse(node.func)}() takes plain positional arguments, like model.kv_bytes(prefix_tokens)",
+            )
         return
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
             shown = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
-            raise FormulaError("KB501", f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))}, "
-                                        "or a function a record's type declares, called as record.name(...))")
+            raise FormulaError(
+                "KB501",
+                f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))}, "
+                "or a function a record's type declares, called as record.name(...))",
+            )
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or not node.args:
             raise FormulaError("KB501", f"{node.func.id}() takes plain positional arguments")
-        if node.func.id == "default" and (len(node.args) != 2 or not isinstance(node.args[0], (ast.Name, ast.Attribute))):
-            raise FormulaError("KB501", "default() is written default(name, fallback): the fallback when the name has no value")
+        if node.func.id == "default" and (
+            len(node.args) != 2 or not isinstance(node.args[0], (ast.Name, ast.Attribute))
+        ):
+            raise FormulaError(
+                "KB501", "default() is written default(name, fallback): the fallback when the name has no value"
+            )
         if node.func.id == "param":
-            if len(node.args) != 2 or not isinstance(node.args[0], ast.Name) or not (
-                    isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            if (
+                len(node.args) != 2
+                or not isinstance(node.args[0], ast.Name)
+                or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+            ):
                 raise FormulaError("KB501", "param() is written param(record, 'hardware-parameter-id')")
         return
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
@@ -151,10 +167,25 @@ def _literal_number(node: ast.AST) -> float | None:
 
 def _describe(node: ast.AST) -> str:
     return {
-        "Lambda": "a lambda", "ListComp": "a comprehension", "GeneratorExp": "a generator", "SetComp": "a comprehension",
-        "DictComp": "a comprehension", "Subscript": "indexing", "JoinedStr": "an f-string", "NamedExpr": "an assignment (:=)",
-        "Compare": "a comparison", "BoolOp": "and/or", "IfExp": "if/else", "Starred": "unpacking", "List": "a list",
-        "Tuple": "a tuple", "Dict": "a mapping", "Set": "a set", "Await": "await", "Yield": "yield", "Slice": "a slice",
+        "Lambda": "a lambda",
+        "ListComp": "a comprehension",
+        "GeneratorExp": "a generator",
+        "SetComp": "a comprehension",
+        "DictComp": "a comprehension",
+        "Subscript": "indexing",
+        "JoinedStr": "an f-string",
+        "NamedExpr": "an assignment (:=)",
+        "Compare": "a comparison",
+        "BoolOp": "and/or",
+        "IfExp": "if/else",
+        "Starred": "unpacking",
+        "List": "a list",
+        "Tuple": "a tuple",
+        "Dict": "a mapping",
+        "Set": "a set",
+        "Await": "await",
+        "Yield": "yield",
+        "Slice": "a slice",
         "FormattedValue": "an f-string",
     }.get(type(node).__name__, type(node).__name__)
 
@@ -171,7 +202,9 @@ class Table(dict):
     """Rows of a for_each cost: row key -> Quantity. min() and max() reduce it."""
 
 
-def evaluate(formula: Formula, lookup: Lookup, param: ParamLookup | None = None, call: CallLookup | None = None) -> pint.Quantity:
+def evaluate(
+    formula: Formula, lookup: Lookup, param: ParamLookup | None = None, call: CallLookup | None = None
+) -> pint.Quantity:
     """The formula's value: always one quantity (a whole table is an error, KB508)."""
     return _scalar(_eval(formula.tree, lookup, param, call), formula.tree)
 
@@ -196,12 +229,17 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         left = _scalar(_eval(node.left, lookup, param, call), node.left)
         if isinstance(node.op, ast.Pow):
             exponent = _literal_number(node.right)
-            return _finite(_apply(lambda: left ** exponent, left, None, "**"))
+            return _finite(_apply(lambda: left**exponent, left, None, "**"))
         right = _scalar(_eval(node.right, lookup, param, call), node.right)
         op = _BINOPS[type(node.op)]
         if op == "/" and right.magnitude == 0:
             raise FormulaError("KB505", f"division by zero: {ast.unparse(node.right)} is 0")
-        operation = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right, "/": lambda: left / right}[op]
+        operation = {
+            "+": lambda: left + right,
+            "-": lambda: left - right,
+            "*": lambda: left * right,
+            "/": lambda: left / right,
+        }[op]
         return _finite(_apply(operation, left, right, op))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if call is None:
@@ -234,7 +272,7 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         if name == "abs":
             return abs(value)
         if name == "sqrt":
-            return _finite(value ** 0.5)
+            return _finite(value**0.5)
         if not value.dimensionless:
             raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
         number = value.to(ureg.dimensionless).magnitude
@@ -244,8 +282,11 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
 
 def _scalar(value: Any, node: ast.AST) -> pint.Quantity:
     if isinstance(value, Table):
-        raise FormulaError("KB508", f"'{ast.unparse(node)}' is a table (one row per for_each item); "
-                                    "use min() or max() over it, or the same for_each")
+        raise FormulaError(
+            "KB508",
+            f"'{ast.unparse(node)}' is a table (one row per for_each item); "
+            "use min() or max() over it, or the same for_each",
+        )
     return value
 
 
@@ -254,8 +295,12 @@ def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint
         return operation()
     except pint.DimensionalityError:
         verb = {"+": "add", "-": "subtract"}.get(op, "combine")
-        raise FormulaError("KB503", f"cannot {verb} {_unit_phrase(left)} and {_unit_phrase(right)}" if right is not None
-                           else f"cannot raise {left.units:~P} to that power") from None
+        raise FormulaError(
+            "KB503",
+            f"cannot {verb} {_unit_phrase(left)} and {_unit_phrase(right)}"
+            if right is not None
+            else f"cannot raise {left.units:~P} to that power",
+        ) from None
     except ZeroDivisionError:
         raise FormulaError("KB505", "division by zero") from None
     except OverflowError:
@@ -265,6 +310,7 @@ def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint
 def _unit_phrase(value: pint.Quantity) -> str:
     """'GB (information)', or 'a plain number' for a dimensionless value."""
     from .units import describe_dimension
+
     if value.dimensionless and not f"{value.units:~P}":
         return "a plain number"
     return f"{value.units:~P} ({describe_dimension(value.dimensionality)})"
@@ -294,14 +340,20 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
         return ("−" if isinstance(node.op, ast.USub) else "+") + render(node.operand, name_text, 3)
     if isinstance(node, ast.BinOp):
         mine = _PRECEDENCE[type(node.op)]
-        text = (f"{render(node.left, name_text, mine)} {_SYMBOL[type(node.op)]} "
-                f"{render(node.right, name_text, mine, right=True)}")
+        text = (
+            f"{render(node.left, name_text, mine)} {_SYMBOL[type(node.op)]} "
+            f"{render(node.right, name_text, mine, right=True)}"
+        )
         return f"({text})" if mine < parent or (right and mine == parent) else text
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Name) and node.func.id == "default":  # the value it took: the name's, or the fallback
+        if (
+            isinstance(node.func, ast.Name) and node.func.id == "default"
+        ):  # the value it took: the name's, or the fallback
             text = name_text(node.args[0])
             return text if text is not None else render(node.args[1], name_text, parent, right)
-        if isinstance(node.func, ast.Attribute) or node.func.id == "param":  # the value it read, when known, stands for the call
+        if (
+            isinstance(node.func, ast.Attribute) or node.func.id == "param"
+        ):  # the value it read, when known, stands for the call
             text = name_text(node)
             return text if text is not None else ast.unparse(node)
         return f"{node.func.id}(" + ", ".join(render(a, name_text) for a in node.args) + ")"

@@ -11,6 +11,7 @@ contradicts itself is refused and nothing is written: heads that do not divide, 
 wrong length, MLA ranks without their RoPE width. Keys kb does not know are listed, so the reader
 sees what was not carried over.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,19 +21,65 @@ from typing import Any
 
 # keys read below across several fields, or knowingly not carried over (tokeniser ids, training knobs)
 _STRUCTURAL = {
-    "num_key_value_heads", "head_dim", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-    "v_head_dim", "layer_types", "sliding_window", "use_sliding_window", "max_window_layers", "full_attention_interval",
-    "torch_dtype", "dtype", "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok",
-    "n_shared_experts", "shared_expert_intermediate_size", "text_config", "index_n_heads", "index_head_dim", "index_topk",
-    "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads",
-    "sliding_window_pattern", "attention_chunk_size",
+    "num_key_value_heads",
+    "head_dim",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "layer_types",
+    "sliding_window",
+    "use_sliding_window",
+    "max_window_layers",
+    "full_attention_interval",
+    "torch_dtype",
+    "dtype",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+    "text_config",
+    "index_n_heads",
+    "index_head_dim",
+    "index_topk",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_num_key_heads",
+    "sliding_window_pattern",
+    "attention_chunk_size",
 }
 _IGNORED = {
-    "architectures", "model_type", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
-    "tie_word_embeddings", "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "hidden_act",
-    "rope_theta", "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "pretraining_tp",
-    "output_router_logits", "router_aux_loss_coef", "auto_map", "quantization_config", "_name_or_path",
-    "vision_config", "image_token_index", "router_jitter_noise", "norm_topk_prob",
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "tie_word_embeddings",
+    "use_cache",
+    "initializer_range",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "hidden_act",
+    "rope_theta",
+    "rope_scaling",
+    "attention_bias",
+    "attention_dropout",
+    "mlp_bias",
+    "pretraining_tp",
+    "output_router_logits",
+    "router_aux_loss_coef",
+    "auto_map",
+    "quantization_config",
+    "_name_or_path",
+    "vision_config",
+    "image_token_index",
+    "router_jitter_noise",
+    "norm_topk_prob",
 }
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1, "fp8": 1}
 
@@ -91,13 +138,17 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
     dtype = config.get("torch_dtype") or config.get("dtype")
     if isinstance(dtype, str) and dtype in _DTYPE_BYTES:
         out["kv_dtype_size"] = f"{_DTYPE_BYTES[dtype]} B"
-        reading.notes.append(f"kv_dtype_size is the weights' dtype ({dtype}); an engine may cache KV in another type (FP8 halves it)")
+        reading.notes.append(
+            f"kv_dtype_size is the weights' dtype ({dtype}); an engine may cache KV in another type (FP8 halves it)"
+        )
     else:
         reading.missing.append("kv_dtype_size (the config names no dtype kb knows)")
     position = config.get("max_position_embeddings")
     if isinstance(position, int) and not isinstance(position, bool) and position > 0:
         out["max_context"] = f"{position} token"
-    reading.missing.append("params_total and params_active (config.json does not state them; take them from the model card)")
+    reading.missing.append(
+        "params_total and params_active (config.json does not state them; take them from the model card)"
+    )
     known = set(field_map) | _STRUCTURAL | _IGNORED | {"max_position_embeddings"}
     reading.unmapped = sorted(k for k in config if k not in known)
     return reading
@@ -105,11 +156,16 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
 
 def _attention(config: dict, path: Path, reading: Reading, heads: int | None) -> None:
     out = reading.fields
-    mla = {k: _int(config, k, path, 1) for k in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
+    mla = {
+        k: _int(config, k, path, 1)
+        for k in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    }
     if mla["kv_lora_rank"] is not None:
         lacking = [k for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if mla[k] is None]
         if lacking:
-            raise ConfigError(f"{path}: kv_lora_rank says MLA, but {', '.join(lacking)} is missing; MLA's KV and attention FLOP need it")
+            raise ConfigError(
+                f"{path}: kv_lora_rank says MLA, but {', '.join(lacking)} is missing; MLA's KV and attention FLOP need it"
+            )
         out["attention"] = "mla"
         out.update({k: v for k, v in mla.items() if v is not None})
         return
@@ -118,7 +174,9 @@ def _attention(config: dict, path: Path, reading: Reading, heads: int | None) ->
     kv_heads = _int(config, "num_key_value_heads", path, 1)
     if kv_heads is None:
         kv_heads = heads
-        reading.notes.append("num_key_value_heads is absent, which in Hugging Face configs means one KV head per query head (MHA)")
+        reading.notes.append(
+            "num_key_value_heads is absent, which in Hugging Face configs means one KV head per query head (MHA)"
+        )
     if heads % kv_heads:
         raise ConfigError(f"{path}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
     out["num_kv_heads"] = kv_heads
@@ -128,12 +186,18 @@ def _attention(config: dict, path: Path, reading: Reading, heads: int | None) ->
     if head_dim is not None:
         out["head_dim"] = head_dim
         if hidden and hidden != head_dim * heads:
-            reading.notes.append(f"head_dim {head_dim} is given explicitly and is not hidden_size ÷ heads ({hidden} ÷ {heads})")
+            reading.notes.append(
+                f"head_dim {head_dim} is given explicitly and is not hidden_size ÷ heads ({hidden} ÷ {heads})"
+            )
     elif hidden:
         if hidden % heads:
-            raise ConfigError(f"{path}: no head_dim, and hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+            raise ConfigError(
+                f"{path}: no head_dim, and hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
+            )
         out["head_dim"] = hidden // heads
-        reading.notes.append(f"head_dim is hidden_size ÷ num_attention_heads ({hidden} ÷ {heads}); the config gives none")
+        reading.notes.append(
+            f"head_dim is hidden_size ÷ num_attention_heads ({hidden} ÷ {heads}); the config gives none"
+        )
     else:
         reading.missing.append("head_dim (neither it nor hidden_size is in the config)")
 
@@ -148,7 +212,11 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
         if layers is not None and len(types) != layers:
             raise ConfigError(f"{path}: layer_types lists {len(types)} layers, but num_hidden_layers is {layers}")
         kinds = {t: types.count(t) for t in dict.fromkeys(types)}
-        unknown = [t for t in kinds if t not in ("full_attention", "sliding_attention", "linear_attention", "chunked_attention")]
+        unknown = [
+            t
+            for t in kinds
+            if t not in ("full_attention", "sliding_attention", "linear_attention", "chunked_attention")
+        ]
         if unknown:
             raise ConfigError(f"{path}: layer_types has kinds kb does not know: {', '.join(unknown)}")
         windowed = kinds.get("sliding_attention", 0) + kinds.get("chunked_attention", 0)
@@ -156,27 +224,36 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
             size = window if kinds.get("sliding_attention") else _int(config, "attention_chunk_size", path, 1)
             if size is None:
                 raise ConfigError(f"{path}: layer_types has windowed layers but the config gives no window size")
-            out.update(sliding_window_layers=windowed, sliding_window=f"{size} token",
-                       window_kind="chunked" if kinds.get("chunked_attention") else "sliding")
+            out.update(
+                sliding_window_layers=windowed,
+                sliding_window=f"{size} token",
+                window_kind="chunked" if kinds.get("chunked_attention") else "sliding",
+            )
         if kinds.get("linear_attention"):
             out["linear_attention_layers"] = kinds["linear_attention"]
         reading.notes.append("layer counts from layer_types: " + ", ".join(f"{n} {t}" for t, n in kinds.items()))
     elif _int(config, "full_attention_interval", path, 1) is not None and layers is not None:
         interval = config["full_attention_interval"]
         if layers % interval:
-            raise ConfigError(f"{path}: num_hidden_layers {layers} is not a multiple of full_attention_interval {interval}")
+            raise ConfigError(
+                f"{path}: num_hidden_layers {layers} is not a multiple of full_attention_interval {interval}"
+            )
         out["linear_attention_layers"] = layers - layers // interval
         reading.notes.append(f"every {interval}th layer is full attention (full_attention_interval), the rest linear")
     elif window is not None and config.get("use_sliding_window", True) is not False:
         if config.get("max_window_layers") is not None or config.get("sliding_window_pattern") is not None:
-            raise ConfigError(f"{path}: sliding_window with max_window_layers or sliding_window_pattern but no layer_types: "
-                              "which layers use the window is ambiguous; write sliding_window_layers by hand")
+            raise ConfigError(
+                f"{path}: sliding_window with max_window_layers or sliding_window_pattern but no layer_types: "
+                "which layers use the window is ambiguous; write sliding_window_layers by hand"
+            )
         if layers is not None:
             out.update(sliding_window_layers=layers, sliding_window=f"{window} token", window_kind="sliding")
             reading.notes.append(f"sliding_window {window} applies to every layer (no layer_types)")
     if config.get("attention_chunk_size") is not None and "sliding_window_layers" not in out:
-        raise ConfigError(f"{path}: attention_chunk_size is set but no layer_types says which layers are chunked; "
-                          "write sliding_window_layers by hand")
+        raise ConfigError(
+            f"{path}: attention_chunk_size is set but no layer_types says which layers are chunked; "
+            "write sliding_window_layers by hand"
+        )
     if out.get("linear_attention_layers"):
         for key in ("linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
             value = _int(config, key, path, 1)
@@ -194,7 +271,10 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
 
 def _moe(config: dict, path: Path, reading: Reading) -> None:
     out = reading.fields
-    experts = next((v for v in (_int(config, k, path, 1) for k in ("num_local_experts", "n_routed_experts", "num_experts")) if v), None)
+    experts = next(
+        (v for v in (_int(config, k, path, 1) for k in ("num_local_experts", "n_routed_experts", "num_experts")) if v),
+        None,
+    )
     if experts:
         out["architecture"] = "moe"
         out["num_experts"] = experts
@@ -214,17 +294,31 @@ def _moe(config: dict, path: Path, reading: Reading) -> None:
         out["architecture"] = "dense"
 
 
-def record_text(record_type: str, record_id: str, name: str, sources: list[str], reading: Reading, today: str,
-                source_path: str) -> str:
+def record_text(
+    record_type: str, record_id: str, name: str, sources: list[str], reading: Reading, today: str, source_path: str
+) -> str:
     """The record: envelope, the fields in the order read, how each was read, and a body to write."""
-    lines = ["---", f"id: {record_id}", f"type: {record_type}", f"name: {json.dumps(name, ensure_ascii=False)}",
-             "status: draft", "confidence: 0.5", f"updated: {today}", f"sources: [{', '.join(sources)}]", "basis: vendor-spec"]
+    lines = [
+        "---",
+        f"id: {record_id}",
+        f"type: {record_type}",
+        f"name: {json.dumps(name, ensure_ascii=False)}",
+        "status: draft",
+        "confidence: 0.5",
+        f"updated: {today}",
+        f"sources: [{', '.join(sources)}]",
+        "basis: vendor-spec",
+    ]
     for key, value in reading.fields.items():
         lines.append(f"{key}: {value}")
     notes = [f"Fields read by kb new --from-config from {source_path}."] + [f"{n}." for n in reading.notes]
     if reading.missing:
         notes.append("Not in the config, to add by hand: " + "; ".join(reading.missing) + ".")
     lines.append(f"notes: {json.dumps(' '.join(notes), ensure_ascii=False)}")
-    lines += ["---", f"What {name} is, in your own words: its shape, what its KV cache costs per token, and",
-              "links like `[[dir/id]]` to related records.", ""]
+    lines += [
+        "---",
+        f"What {name} is, in your own words: its shape, what its KV cache costs per token, and",
+        "links like `[[dir/id]]` to related records.",
+        "",
+    ]
     return "\n".join(lines)

@@ -4,13 +4,15 @@ Nodes are records (`dir/id`); each edge carries the field it comes from
 ("sources", "hardware_parameters[].parameter", "body", ...) and the line it stands
 on, so backlinks can be grouped by field and every broken link reported in place.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record
@@ -99,8 +101,15 @@ def resolve_links(corpus: Corpus) -> Corpus:
             for record in records:
                 others = ", ".join(r.path for r in records if r is not record)
                 line, col = record.position(("id",))
-                found.append(Diagnostic.make("KB304", record.path, line, col,
-                                             f"id '{record_id}' is also used by {others}; ids must be unique across the repository"))
+                found.append(
+                    Diagnostic.make(
+                        "KB304",
+                        record.path,
+                        line,
+                        col,
+                        f"id '{record_id}' is also used by {others}; ids must be unique across the repository",
+                    )
+                )
 
     heading_cache: dict[str, set[str]] = {}
     edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
@@ -108,8 +117,11 @@ def resolve_links(corpus: Corpus) -> Corpus:
     for record in corpus.records.values():
         entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
         cached = entry.get("links") if entry is not None else None
-        if cached and cached["index"] == fingerprint and all(
-                key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items()):
+        if (
+            cached
+            and cached["index"] == fingerprint
+            and all(key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items())
+        ):
             found.extend(cached["diagnostics"])
             edges.extend(map(tuple, cached["edges"]))  # JSON gives lists
             continue
@@ -129,10 +141,25 @@ def resolve_links(corpus: Corpus) -> Corpus:
             if target is None:
                 if candidates:
                     names = ", ".join(sorted(c.key for c in candidates))
-                    mine.append(Diagnostic.make("KB303", record.path, line, link.column,
-                                                f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"))
+                    mine.append(
+                        Diagnostic.make(
+                            "KB303",
+                            record.path,
+                            line,
+                            link.column,
+                            f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]",
+                        )
+                    )
                 else:
-                    mine.append(Diagnostic.make("KB302", record.path, line, link.column, f"dangling link {link.text}: no record '{link.target}'"))
+                    mine.append(
+                        Diagnostic.make(
+                            "KB302",
+                            record.path,
+                            line,
+                            link.column,
+                            f"dangling link {link.text}: no record '{link.target}'",
+                        )
+                    )
                 continue
             my_edges.append((record.key, target.key, "body", line))
             if link.anchor:
@@ -140,8 +167,11 @@ def resolve_links(corpus: Corpus) -> Corpus:
                 if target.key not in heading_cache:
                     heading_cache[target.key] = headings(target.body)
                 if link.anchor.lower() not in heading_cache[target.key]:
-                    mine.append(Diagnostic.make("KB305", record.path, line, link.column,
-                                                f"no heading '{link.anchor}' in {target.key}"))
+                    mine.append(
+                        Diagnostic.make(
+                            "KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}"
+                        )
+                    )
         if entry is not None:
             # valid while the record, the set of ids and types, and its anchors' targets stay the same
             entry["links"] = {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
@@ -154,10 +184,20 @@ def resolve_links(corpus: Corpus) -> Corpus:
             continue
         line, col = record.position(("id",))
         if corpus.registry.has_role(record.type, "source"):
-            found.append(Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record"))
+            found.append(
+                Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record")
+            )
         else:
-            found.append(Diagnostic.make("KB306", record.path, line, col, f"orphan: no record links to {record.key}",
-                                         hint="link it from a related record, or delete it"))
+            found.append(
+                Diagnostic.make(
+                    "KB306",
+                    record.path,
+                    line,
+                    col,
+                    f"orphan: no record links to {record.key}",
+                    hint="link it from a related record, or delete it",
+                )
+            )
     return corpus.with_diagnostics(found, edges=tuple(edges))
 
 
@@ -194,14 +234,21 @@ def _link_reference(record: Record, ref: Reference, index: Index, edges: list) -
                 target = typed[0]
             else:
                 names = ", ".join(sorted(c.key for c in candidates))
-                return [Diagnostic.make("KB303", record.path, line, col, f"{ref.field}: '{ref.value}' is ambiguous: {names}")]
+                return [
+                    Diagnostic.make(
+                        "KB303", record.path, line, col, f"{ref.field}: '{ref.value}' is ambiguous: {names}"
+                    )
+                ]
         else:
             return [Diagnostic.make("KB300", record.path, line, col, f"{ref.field}: no record '{ref.value}'")]
     edges.append((record.key, target.key, ref.field, line))
     if ref.types and target.type not in ref.types:
         expected = " or ".join(ref.types)
-        return [Diagnostic.make("KB301", record.path, line, col,
-                                f"{ref.field}: '{ref.value}' is a {target.type}, expected {expected}")]
+        return [
+            Diagnostic.make(
+                "KB301", record.path, line, col, f"{ref.field}: '{ref.value}' is a {target.type}, expected {expected}"
+            )
+        ]
     return []
 
 

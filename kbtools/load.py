@@ -5,6 +5,7 @@ than loaded with python-frontmatter or yaml.safe_load: both drop positions, and
 safe_load silently keeps the last of two duplicate keys. Composing gives every
 key's line and column and lets us see duplicates.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,9 @@ from typing import Any
 import yaml
 
 from .cache import Cache, digest
-from .progress import track
 from .diagnostics import Diagnostic
 from .model import Corpus, FieldPath, Record, Settings
+from .progress import track
 from .registry import TypeRegistry
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -44,7 +45,9 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-_PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp"))
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
+)
 
 
 class LoadError(Exception):
@@ -65,9 +68,14 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
     known = set(registry.dirs)
     real_records = os.path.realpath(records)
     prefix = settings.records_dir.rstrip("/")
+
     def unreadable(error: OSError) -> None:
         where = os.path.relpath(error.filename or records, settings.root).replace(os.sep, "/")
-        diagnostics.append(Diagnostic.make("KB112", where, 1, 1, f"cannot read directory: {error.strerror}; its records were not checked"))
+        diagnostics.append(
+            Diagnostic.make(
+                "KB112", where, 1, 1, f"cannot read directory: {error.strerror}; its records were not checked"
+            )
+        )
 
     for directory, subdirs, names in os.walk(records, onerror=unreadable):
         subdirs.sort()
@@ -77,8 +85,16 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
             if os.path.islink(full):  # os.walk would pass over it without a word
                 subdirs.remove(name)
                 rel = f"{prefix}/{name if inner == '.' else f'{inner}/{name}'}"
-                diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "is a symlink to a directory; kb does not follow it, so "
-                                                   "its records were not checked (make it a real directory)"))
+                diagnostics.append(
+                    Diagnostic.make(
+                        "KB112",
+                        rel,
+                        1,
+                        1,
+                        "is a symlink to a directory; kb does not follow it, so "
+                        "its records were not checked (make it a real directory)",
+                    )
+                )
         for name in sorted(names):
             if not name.endswith(".md"):
                 continue
@@ -88,14 +104,25 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
             if os.path.islink(full):
                 target = os.path.realpath(full)
                 if os.path.commonpath([target, real_records]) != real_records:
-                    diagnostics.append(Diagnostic.make("KB112", rel, 1, 1, "record is a symlink to a file outside records/; it is not read"))
+                    diagnostics.append(
+                        Diagnostic.make(
+                            "KB112", rel, 1, 1, "record is a symlink to a file outside records/; it is not read"
+                        )
+                    )
                     continue
             parts = rel_in.split("/")
             if len(parts) != 2 or parts[0] not in known:
                 where = "/".join(parts[:-1]) + "/" if len(parts) > 1 else "records/ itself"
-                diagnostics.append(Diagnostic.make("KB110", rel, 1, 1,
-                                                   f"'{where}' is not a record directory (known: {', '.join(sorted(known))})",
-                                                   hint="records live at records/<dir>/<id>.md; add schema/<type>.schema.json with x-kb-dir to add a type"))
+                diagnostics.append(
+                    Diagnostic.make(
+                        "KB110",
+                        rel,
+                        1,
+                        1,
+                        f"'{where}' is not a record directory (known: {', '.join(sorted(known))})",
+                        hint="records live at records/<dir>/<id>.md; add schema/<type>.schema.json with x-kb-dir to add a type",
+                    )
+                )
                 continue
             files.append(rel)
     return sorted(files), diagnostics
@@ -140,8 +167,13 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
         diagnostics.extend(found)
         if record is not None:
             records[record.key] = record
-    return Corpus(settings=settings, registry=registry, records=records,
-                  diagnostics=tuple(registry.diagnostics) + tuple(diagnostics), cache=cache)
+    return Corpus(
+        settings=settings,
+        registry=registry,
+        records=records,
+        diagnostics=tuple(registry.diagnostics) + tuple(diagnostics),
+        cache=cache,
+    )
 
 
 def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
@@ -154,38 +186,69 @@ def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(st.st_mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "a device"
+        )
         raise LoadError("KB112", 1, 1, f"not a regular file but {kind}; it was not read")
     with os.fdopen(fd, "rb") as handle:
         if st.st_size > MAX_RECORD_BYTES:
-            raise LoadError("KB113", 1, 1, f"file is {st.st_size / 1048576:.1f} MiB; a record may be at most "
-                                           f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)")
+            raise LoadError(
+                "KB113",
+                1,
+                1,
+                f"file is {st.st_size / 1048576:.1f} MiB; a record may be at most "
+                f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)",
+            )
         try:
             raw = handle.read(MAX_RECORD_BYTES + 1)
         except OSError as exc:
             raise LoadError("KB112", 1, 1, f"cannot read file: {exc.strerror}") from None
     if len(raw) > MAX_RECORD_BYTES:
-        raise LoadError("KB113", 1, 1, f"file grew past {MAX_RECORD_BYTES // 1048576} MiB while it was read; it was not read")
+        raise LoadError(
+            "KB113", 1, 1, f"file grew past {MAX_RECORD_BYTES // 1048576} MiB while it was read; it was not read"
+        )
     return raw, st
 
 
-def load_record_bytes(raw: bytes, rel: str, path: Path, registry: TypeRegistry,
-                      file_digest: str) -> tuple[Record | None, list[Diagnostic]]:
+def load_record_bytes(
+    raw: bytes, rel: str, path: Path, registry: TypeRegistry, file_digest: str
+) -> tuple[Record | None, list[Diagnostic]]:
     directory, stem = path.parent.name, path.stem
     record_type = registry.by_dir(directory)
     try:
         data, positions, values, body, body_line = parse_record_parts(raw)
     except LoadError as exc:
         return None, [Diagnostic.make(exc.code, rel, exc.line, exc.column, exc.message)]
-    record = Record(path=rel, dir=directory, stem=stem, data=data, positions=positions, value_positions=values,
-                    body=body, body_line=body_line, type=record_type.name if record_type else None, digest=file_digest)
+    record = Record(
+        path=rel,
+        dir=directory,
+        stem=stem,
+        data=data,
+        positions=positions,
+        value_positions=values,
+        body=body,
+        body_line=body_line,
+        type=record_type.name if record_type else None,
+        digest=file_digest,
+    )
     return record, check_identity(record, record_type.name if record_type else None)
 
 
 def internal_error(path: str, exc: BaseException) -> Diagnostic:
-    return Diagnostic.make("KB900", path, 1, 1, f"internal error while checking this file: {type(exc).__name__}: {exc}",
-                           hint="please report it with this file; the other files were checked")
+    return Diagnostic.make(
+        "KB900",
+        path,
+        1,
+        1,
+        f"internal error while checking this file: {type(exc).__name__}: {exc}",
+        hint="please report it with this file; the other files were checked",
+    )
 
 
 def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:
@@ -194,20 +257,43 @@ def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic
     record_id = record.data.get("id")
     line, col = record.position(("id",))
     if not ID_PATTERN.match(record.stem):
-        out.append(Diagnostic.make("KB108", record.path, 1, 1,
-                                   f"file name '{record.stem}' is not a valid id: it must match {ID_PATTERN.pattern}"))
+        out.append(
+            Diagnostic.make(
+                "KB108",
+                record.path,
+                1,
+                1,
+                f"file name '{record.stem}' is not a valid id: it must match {ID_PATTERN.pattern}",
+            )
+        )
     if isinstance(record_id, str):
         if record_id != record.stem:  # (an id equal to a bad file name was reported on the name above)
-            out.append(Diagnostic.make("KB107", record.path, line, col,
-                                       f"id '{record_id}' does not match the file name '{record.stem}'",
-                                       hint=f"rename the file to {record_id}.md or set id: {record.stem}"))
+            out.append(
+                Diagnostic.make(
+                    "KB107",
+                    record.path,
+                    line,
+                    col,
+                    f"id '{record_id}' does not match the file name '{record.stem}'",
+                    hint=f"rename the file to {record_id}.md or set id: {record.stem}",
+                )
+            )
     elif record_id is not None:
-        out.append(Diagnostic.make("KB108", record.path, line, col, f"id must be a string, not {_yaml_type(record_id)}"))
+        out.append(
+            Diagnostic.make("KB108", record.path, line, col, f"id must be a string, not {_yaml_type(record_id)}")
+        )
     declared = record.data.get("type")
     if expected_type is not None and declared is not None and declared != expected_type:
         line, col = record.position(("type",))
-        out.append(Diagnostic.make("KB109", record.path, line, col,
-                                   f"type '{declared}' does not match directory '{record.dir}/' (type '{expected_type}')"))
+        out.append(
+            Diagnostic.make(
+                "KB109",
+                record.path,
+                line,
+                col,
+                f"type '{declared}' does not match directory '{record.dir}/' (type '{expected_type}')",
+            )
+        )
     return out
 
 
@@ -217,7 +303,9 @@ def parse_record_bytes(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tupl
     return data, positions, body, body_line
 
 
-def parse_record_parts(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], dict[FieldPath, tuple[int, int]], str, int]:
+def parse_record_parts(
+    raw: bytes,
+) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], dict[FieldPath, tuple[int, int]], str, int]:
     """Bytes -> (frontmatter, key positions, value positions, body, first body line). Raises LoadError."""
     if not raw.strip():
         raise LoadError("KB101", 1, 1, "empty file: a record needs a --- frontmatter block")
@@ -226,7 +314,9 @@ def parse_record_parts(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tupl
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise LoadError("KB100", line, column, f"invalid UTF-8 byte 0x{raw[exc.start]:02x}; save the file as UTF-8") from None
+        raise LoadError(
+            "KB100", line, column, f"invalid UTF-8 byte 0x{raw[exc.start]:02x}; save the file as UTF-8"
+        ) from None
     text = text.removeprefix("\ufeff")
     lines = text.splitlines(keepends=True)
     if not FENCE.match(lines[0].rstrip("\r\n")):
@@ -236,12 +326,13 @@ def parse_record_parts(raw: bytes) -> tuple[dict[str, Any], dict[FieldPath, tupl
         raise LoadError("KB103", 1, 1, "frontmatter opened here is never closed by a '---' line")
     yaml_text = "".join(lines[1:closing])
     data, positions, values = parse_frontmatter(yaml_text, line_offset=1)
-    body = "".join(lines[closing + 1:])
+    body = "".join(lines[closing + 1 :])
     return data, positions, values, body, closing + 2
 
 
-def parse_frontmatter(yaml_text: str, line_offset: int) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]],
-                                                                dict[FieldPath, tuple[int, int]]]:
+def parse_frontmatter(
+    yaml_text: str, line_offset: int
+) -> tuple[dict[str, Any], dict[FieldPath, tuple[int, int]], dict[FieldPath, tuple[int, int]]]:
     """Compose YAML to nodes and convert them ourselves, recording positions and duplicates."""
     loader = _Loader(yaml_text)
     try:
@@ -283,18 +374,26 @@ class _Converter:
     def convert(self, node: yaml.Node, path: FieldPath, positions: dict, depth: int) -> Any:
         if node.tag not in _PLAIN_TAGS:  # !!python/object, !!binary, custom tags: data only, never objects
             line, col = self.where(node)
-            raise LoadError("KB104", line, col, f"YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not allowed in records")
+            raise LoadError(
+                "KB104", line, col, f"YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not allowed in records"
+            )
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
             line, col = self.where(node)
-            what = f"more than {MAX_NODES} YAML nodes (alias bomb?)" if self.count > MAX_NODES else f"nesting deeper than {MAX_DEPTH}"
+            what = (
+                f"more than {MAX_NODES} YAML nodes (alias bomb?)"
+                if self.count > MAX_NODES
+                else f"nesting deeper than {MAX_DEPTH}"
+            )
             raise LoadError("KB111", line, col, f"frontmatter expands to {what}")
         if isinstance(node, yaml.MappingNode):
             try:
                 self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
             except yaml.YAMLError as exc:
                 line, col = self.where(node)
-                raise LoadError("KB104", line, col, f"invalid YAML merge (<<): {getattr(exc, 'problem', None) or exc}") from None
+                raise LoadError(
+                    "KB104", line, col, f"invalid YAML merge (<<): {getattr(exc, 'problem', None) or exc}"
+                ) from None
             result: dict[str, Any] = {}
             first_seen: dict[str, int] = {}
             for key_node, value_node in node.value:
@@ -304,7 +403,12 @@ class _Converter:
                     raise LoadError("KB104", line, col, "invalid YAML: mapping keys must be plain scalars")
                 key = str(key)
                 if key in first_seen:
-                    raise LoadError("KB105", line, col, f"duplicate key '{key}' (first at line {first_seen[key]}); YAML would silently keep only the last")
+                    raise LoadError(
+                        "KB105",
+                        line,
+                        col,
+                        f"duplicate key '{key}' (first at line {first_seen[key]}); YAML would silently keep only the last",
+                    )
                 first_seen[key] = line
                 positions[path + (key,)] = (line, col)
                 result[key] = self.convert(value_node, path + (key,), positions, depth + 1)
@@ -335,4 +439,6 @@ class _Converter:
 
 
 def _yaml_type(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__
+    )

@@ -4,14 +4,16 @@ A `Corpus` of immutable `Record`s goes from stage to stage; each stage returns a
 new Corpus with what it learned (a graph, computed values) and the diagnostics it
 found. Nothing here parses or validates: that is the stages' work.
 """
+
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,7 +49,7 @@ class Settings(BaseModel):
         return self.root / self.schema_dir
 
     @classmethod
-    def discover(cls, start: Path | None = None) -> "Settings":
+    def discover(cls, start: Path | None = None) -> Settings:
         """The nearest directory at or above `start` holding both records/ and schema/."""
         here = (start or Path.cwd()).resolve()
         for candidate in (here, *here.parents):
@@ -83,7 +85,9 @@ class Record:
     body_line: int  # file line on which the body starts
     type: str | None = None  # the type of its directory, when known
     digest: str = ""  # hash of the file's bytes (the cache key)
-    value_positions: Mapping[FieldPath, tuple[int, int]] = field(default_factory=dict)  # field path -> where its scalar value's text starts
+    value_positions: Mapping[FieldPath, tuple[int, int]] = field(
+        default_factory=dict
+    )  # field path -> where its scalar value's text starts
 
     @property
     def key(self) -> str:
@@ -141,10 +145,12 @@ class Corpus:
 
         graph = nx.MultiDiGraph()
         graph.add_nodes_from((key, {"type": record.type}) for key, record in self.records.items())
-        graph.add_edges_from((source, target, {"field": field, "line": line}) for source, target, field, line in self.edges)
+        graph.add_edges_from(
+            (source, target, {"field": field, "line": line}) for source, target, field, line in self.edges
+        )
         return graph
 
-    def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> "Corpus":
+    def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> Corpus:
         return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)
 
     @property

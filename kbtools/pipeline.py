@@ -3,14 +3,17 @@
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
 
 from .cache import Cache
 from .compute import recompute_costs
+from .constraints import check_constraints
+from .debris import find_debris
 from .diagnostics import Diagnostic
 from .links import resolve_links
 from .load import load_corpus
@@ -18,8 +21,6 @@ from .model import Corpus, Settings
 from .registry import load_registry
 from .schema import validate_schemas
 from .similar import find_similar
-from .debris import find_debris
-from .constraints import check_constraints
 
 STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
 
@@ -57,7 +58,9 @@ def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
                 named.add(absolute.resolve().relative_to(root).as_posix())
             except ValueError:
                 named.add(path.as_posix())
-        diagnostics = [d for d in diagnostics if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith("schema/")]
+        diagnostics = [
+            d for d in diagnostics if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith("schema/")
+        ]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

@@ -3,12 +3,14 @@
 Quiet when stderr is not a terminal (pre-commit, CI, pipes) or with --quiet; and a
 bar only appears once a task has run for a second, so quick runs print nothing extra.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import time
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 DELAY = float(os.environ.get("KB_PROGRESS_DELAY", "1.0"))  # seconds of work before a bar appears
@@ -31,8 +33,15 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
             if bar is None and time.monotonic() - start > DELAY:
                 from rich.console import Console
                 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-                bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                               console=Console(stderr=True), transient=True)
+
+                bar = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(stderr=True),
+                    transient=True,
+                )
                 bar.start()
                 task = bar.add_task(description, total=total, completed=done)
             if bar is not None:

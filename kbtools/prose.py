@@ -18,35 +18,60 @@ A figure the check must not read as a claim is written so it can tell (docs/reco
 struck through (`~~128 GB/s~~`), a competing value entered among the field's values, a per-part figure
 qualified by "per ..." or "each". Quoted code is not prose.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from .diagnostics import Diagnostic
 from .model import FieldPath, Record, dotted
-from .wikilinks import blank_inline_values, too_large
 from .units import QuantityError, format_quantity, parse_unit, registry
+from .wikilinks import blank_inline_values, too_large
 
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 _FIGURE = re.compile(
     r"(?<![\w.,/{$~-])" + _NUMBER + r"(?:(×)(?!\s*[\dA-Z(])|(\s)([A-Za-zµ]+(?:/[A-Za-z]+)?)(?![\w/]))"
-    r"|(?<![\w.$])\$" + _NUMBER + r"(?:\s?/\s?([A-Za-z]+)(?![\w/])|\s+per\s+([A-Za-z]+)(?![\w/]))?")
-_PER_PART = re.compile(r"^\s*(?:per\b|each\b|a (?:lane|pin|stack|chip|link|port|die|gpu|card)\b|/\s?(?:lane|pin|stack|chip|link|port|die|GPU)\b)",
-                       re.IGNORECASE)
-_CLAIMS_THIS = re.compile(r"\b(?:this|the) (?:recorded |stored |listed |stated )?(?:value|figure|number)\b"
-                          r"|\b(?:recorded|stored|listed) (?:here )?as\b|\bthis record (?:gives|states|stores|records)\b",
-                          re.IGNORECASE)
+    r"|(?<![\w.$])\$" + _NUMBER + r"(?:\s?/\s?([A-Za-z]+)(?![\w/])|\s+per\s+([A-Za-z]+)(?![\w/]))?"
+)
+_PER_PART = re.compile(
+    r"^\s*(?:per\b|each\b|a (?:lane|pin|stack|chip|link|port|die|gpu|card)\b|/\s?(?:lane|pin|stack|chip|link|port|die|GPU)\b)",
+    re.IGNORECASE,
+)
+_CLAIMS_THIS = re.compile(
+    r"\b(?:this|the) (?:recorded |stored |listed |stated )?(?:value|figure|number)\b"
+    r"|\b(?:recorded|stored|listed) (?:here )?as\b|\bthis record (?:gives|states|stores|records)\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*_`{])|(?<=;)\s+|\n\s*\n")
 _OPERATOR = re.compile(r"[×÷*/+=≈−]|\s-\s|\btimes\b")
-_NOT_PROSE = re.compile(r"`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
-                        r'|"[^"\n]*"|“[^”\n]*”')  # quoted: a document's words, figures as printed
+_NOT_PROSE = re.compile(
+    r"`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
+    r'|"[^"\n]*"|“[^”\n]*”'
+)  # quoted: a document's words, figures as printed
 _LINK = re.compile(r"\[\[([^\]|#]+)")
-_SKIP_KEYS = frozenset({"formula", "url", "config_url", "docs_url", "repository", "unit", "value", "id", "type",
-                        "source", "sources", "when", "rank", "basis"})
+_SKIP_KEYS = frozenset(
+    {
+        "formula",
+        "url",
+        "config_url",
+        "docs_url",
+        "repository",
+        "unit",
+        "value",
+        "id",
+        "type",
+        "source",
+        "sources",
+        "when",
+        "rank",
+        "basis",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -109,10 +134,16 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 pool.extend(own)
                 match = _quoted(figure, pool)
                 if match is not None:
-                    found.append(Diagnostic.make(
-                        "KB611", record.path, line, col,
-                        f"body: {figure.text} is {match.label} ({format_quantity(match.quantity, None, 6)}) typed by hand; "
-                        f"write {{{{ {match.quote}{_unit_suffix(figure, match)} }}}} so an edit to it cannot leave this stale"))
+                    found.append(
+                        Diagnostic.make(
+                            "KB611",
+                            record.path,
+                            line,
+                            col,
+                            f"body: {figure.text} is {match.label} ({format_quantity(match.quantity, None, 6)}) typed by hand; "
+                            f"write {{{{ {match.quote}{_unit_suffix(figure, match)} }}}} so an edit to it cannot leave this stale",
+                        )
+                    )
     return found
 
 
@@ -121,8 +152,15 @@ def _own_values(computer, record: Record, fields: dict[str, Any], costs: dict[st
     out = []
     for name, value in fields.items():
         if value.quantity is not None:
-            out.append(Known(name, f"{record.key}.{name}", value.quantity, name,
-                             tuple(a.quantity for a in value.alternatives if a.quantity is not None)))
+            out.append(
+                Known(
+                    name,
+                    f"{record.key}.{name}",
+                    value.quantity,
+                    name,
+                    tuple(a.quantity for a in value.alternatives if a.quantity is not None),
+                )
+            )
     for name, value in costs.items():
         if value.quantity is not None:
             out.append(Known(name, f"{record.key}.costs.{name}", value.quantity, name, computed=True))
@@ -137,8 +175,13 @@ def _own_values(computer, record: Record, fields: dict[str, Any], costs: dict[st
 
 def _linked(computer, record: Record) -> list[str]:
     edges = computer.corpus.edges or ()
-    return list(dict.fromkeys(target for source, target, _, _ in edges
-                              if source == record.key and target != record.key and target in computer.corpus.records))
+    return list(
+        dict.fromkeys(
+            target
+            for source, target, _, _ in edges
+            if source == record.key and target != record.key and target in computer.corpus.records
+        )
+    )
 
 
 def _keys_linked(computer, sentence: str) -> list[str]:
@@ -160,13 +203,23 @@ def _values_of(computer, key: str) -> list[Known]:
                 continue
             value = computer.settled(computer.field, target, name)
             if value is not None and value.quantity is not None:
-                out.append(Known(f"{key}.{name}", f"{key}.{name}", value.quantity, None,
-                                 tuple(a.quantity for a in value.alternatives if a.quantity is not None), own=False))
+                out.append(
+                    Known(
+                        f"{key}.{name}",
+                        f"{key}.{name}",
+                        value.quantity,
+                        None,
+                        tuple(a.quantity for a in value.alternatives if a.quantity is not None),
+                        own=False,
+                    )
+                )
         cost_specs = target.data.get("costs")
         for name in cost_specs if isinstance(cost_specs, dict) else ():
             value = computer.cost_or_none(target, name)
             if value is not None and value.quantity is not None:
-                out.append(Known(f"{key}.{name}", f"{key}.costs.{name}", value.quantity, None, own=False, computed=True))
+                out.append(
+                    Known(f"{key}.{name}", f"{key}.costs.{name}", value.quantity, None, own=False, computed=True)
+                )
     return out
 
 
@@ -220,7 +273,7 @@ def _sentences(text: str) -> Iterator[tuple[str, int]]:
     text = _blank(text)
     start = 0
     for boundary in _SENTENCE.finditer(text):
-        yield text[start:boundary.start()], start
+        yield text[start : boundary.start()], start
         start = boundary.end()
     yield text[start:], start
 
@@ -271,15 +324,23 @@ def _claimed_field(path: FieldPath, own: list[Known]) -> str | None:
     return None
 
 
-def _contradicted(figure: Figure, sentence: str, claimed: str | None, names: dict[str, re.Pattern],
-                  own: list[Known], same_type: set[str]) -> Known | None:
-    if figure.unit == "×" or _PER_PART.match(sentence[figure.end:]) or _is_operand(figure, sentence):
+def _contradicted(
+    figure: Figure,
+    sentence: str,
+    claimed: str | None,
+    names: dict[str, re.Pattern],
+    own: list[Known],
+    same_type: set[str],
+) -> Known | None:
+    if figure.unit == "×" or _PER_PART.match(sentence[figure.end :]) or _is_operand(figure, sentence):
         return None
     alike = [f for f in _figures(sentence) if f.quantity.is_compatible_with(figure.quantity)]
     if len(alike) > 1:
         return None  # a sentence giving two figures of one kind compares or derives them
-    if any(target.strip() in same_type or any(k.endswith("/" + target.strip()) for k in same_type)
-           for target in _LINK.findall(sentence)):
+    if any(
+        target.strip() in same_type or any(k.endswith("/" + target.strip()) for k in same_type)
+        for target in _LINK.findall(sentence)
+    ):
         return None
     for known in own:
         if not figure.quantity.is_compatible_with(known.quantity):
@@ -295,7 +356,7 @@ def _contradicted(figure: Figure, sentence: str, claimed: str | None, names: dic
 
 def _is_operand(figure: Figure, sentence: str) -> bool:
     """A figure next to an operator (6,144 bits × 6.25 Gb/s) is a step of a calculation."""
-    before, after = sentence[max(0, figure.start - 3):figure.start], sentence[figure.end:figure.end + 3]
+    before, after = sentence[max(0, figure.start - 3) : figure.start], sentence[figure.end : figure.end + 3]
     return bool(_OPERATOR.search(before) or _OPERATOR.search(after))
 
 
@@ -334,7 +395,9 @@ def _agrees(figure: Figure, quantity: Any, strict: bool = False, exact: bool = T
     decimals = len(figure.number.partition(".")[2])
     if strict and coarse:
         return False
-    return abs(value - written) <= 0.5 * 10 ** -decimals * (1 + 1e-9) or (not strict and math.isclose(value, written, rel_tol=0.01))
+    return abs(value - written) <= 0.5 * 10**-decimals * (1 + 1e-9) or (
+        not strict and math.isclose(value, written, rel_tol=0.01)
+    )
 
 
 def _unit_suffix(figure: Figure, known: Known) -> str:
@@ -346,18 +409,22 @@ def _unit_suffix(figure: Figure, known: Known) -> str:
 
 def _contradiction(record: Record, line: int, col: int, where: str, figure: Figure, known: Known) -> Diagnostic:
     return Diagnostic.make(
-        "KB610", record.path, line, col,
+        "KB610",
+        record.path,
+        line,
+        col,
         f"{where}: the text says {figure.text} for {known.field}, but {known.label} is "
         f"{format_quantity(known.quantity, figure.unit if figure.unit != '×' else None, 6)}: correct the text or the field; "
         f"quote the field as {{{{ {known.quote} }}}} in the body, strike an old figure through (~~{figure.text}~~), "
-        "or enter a competing figure among the field's values")
+        "or enter a competing figure among the field's values",
+    )
 
 
 def _locate(computer, record: Record, path: FieldPath, text: str, offset: int) -> tuple[int, int]:
     """Line and column of a figure inside a frontmatter string: found in the file's own lines from
     where the value starts (a folded or quoted YAML string does not map offsets one to one)."""
     line, col = record.value_position(path)
-    snippet = text[offset:offset + 24].split("\n")[0]
+    snippet = text[offset : offset + 24].split("\n")[0]
     try:
         lines = (computer.corpus.settings.root / record.path).read_text(encoding="utf-8").splitlines()
     except OSError:

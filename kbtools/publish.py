@@ -7,6 +7,7 @@ file. The new site is written into a staging directory beside it, created and re
 only by the build that holds the lock, then swapped in with two renames, so a reader
 sees the old site or the new one, never half of one, and two builds never interleave.
 """
+
 from __future__ import annotations
 
 import errno
@@ -16,9 +17,9 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
@@ -36,8 +37,14 @@ def protected_paths(root: Path) -> list[tuple[Path, str, bool]]:
     """What a build must never replace: (path, the words to name it, whether a site may live inside it)."""
     root = root.resolve()
     out = [(root, "the repository itself", True), ((root / "site").resolve(), "the theme (site/)", True)]
-    for name, what in (("records", "the records"), ("schema", "the schemas"), ("site/templates", "the theme's templates"),
-                       ("site/static", "the theme's static files"), (".git", "git's history"), (".kb-cache", "kb's cache")):
+    for name, what in (
+        ("records", "the records"),
+        ("schema", "the schemas"),
+        ("site/templates", "the theme's templates"),
+        ("site/static", "the theme's static files"),
+        (".git", "git's history"),
+        (".kb-cache", "kb's cache"),
+    ):
         out.append(((root / name).resolve(), what, False))
     return out
 
@@ -45,13 +52,17 @@ def protected_paths(root: Path) -> list[tuple[Path, str, bool]]:
 def check_output(out: Path, root: Path) -> Path:
     """The resolved output directory, or OutputError saying why kb will not write there."""
     if out.is_symlink():
-        raise OutputError(f"--out {out} is a symlink; kb does not replace what a link points at: name the real directory")
+        raise OutputError(
+            f"--out {out} is a symlink; kb does not replace what a link points at: name the real directory"
+        )
     resolved = out.resolve()
     for path, what, may_hold_site in protected_paths(root):
         if _inside(path, resolved):  # the output would contain (and so replace) it
             how = "is" if path == resolved else "contains"
-            raise OutputError(f"--out {out} {how} {what} ({path}), which a build would replace; "
-                              "choose an empty or new directory, e.g. site/_build")
+            raise OutputError(
+                f"--out {out} {how} {what} ({path}), which a build would replace; "
+                "choose an empty or new directory, e.g. site/_build"
+            )
         if not may_hold_site and _inside(resolved, path):
             raise OutputError(f"--out {out} lies inside {what} ({path}); choose a directory outside it")
     if resolved.exists() or resolved.is_symlink():
@@ -61,8 +72,10 @@ def check_output(out: Path, root: Path) -> Path:
         foreign = foreign_files(resolved)
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise OutputError(f"--out {out} holds files kb did not write ({shown}); kb replaces only an empty directory "
-                              "or a site it built: move them, or choose another directory")
+            raise OutputError(
+                f"--out {out} holds files kb did not write ({shown}); kb replaces only an empty directory "
+                "or a site it built: move them, or choose another directory"
+            )
     return resolved
 
 
@@ -115,7 +128,9 @@ def walk_files(directory: Path) -> list[str]:
 
 def write_manifest(directory: Path) -> None:
     files = sorted(walk_files(directory) + [SITE_MANIFEST])  # swap_in has removed the staging mark
-    (directory / SITE_MANIFEST).write_text(json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8")
+    (directory / SITE_MANIFEST).write_text(
+        json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8"
+    )
 
 
 @contextmanager
@@ -200,5 +215,7 @@ def check_export(path: Path, root: Path, kind: str) -> None:
         except OSError as exc:
             raise OutputError(f"{path}: {exc.strerror}") from None
         if head != _EXPORT_SIGNATURES[kind]:
-            raise OutputError(f"{path} exists and is not an earlier kb {kind} export; kb replaces only its own exports: "
-                              "move it, or choose another name")
+            raise OutputError(
+                f"{path} exists and is not an earlier kb {kind} export; kb replaces only its own exports: "
+                "move it, or choose another name"
+            )

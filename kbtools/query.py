@@ -5,6 +5,7 @@ Filters (all must hold):
     memory_bandwidth>=4 TB/s  kv_bytes_per_token<100 KB/token   unit-aware comparison (= != < <= > >=)
     links-to:engines/lmcache                       the record links to that record (any field or the body)
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,7 +48,9 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
             raise QueryError(f"unknown field '{match['field']}' in '{text}'")
         value = match["value"].strip()
         number, quantity = NUMBER.match(value), None
-        if number and number.group(2):  # 'VALUE UNIT': read it now, so a bad unit is an error even if no record has the field
+        if number and number.group(
+            2
+        ):  # 'VALUE UNIT': read it now, so a bad unit is an error even if no record has the field
             try:
                 quantity = parse_quantity_text(value, None)
             except QuantityError as exc:
@@ -95,15 +98,24 @@ def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
             raise QueryError(f"{flt.field} is a number; '{flt.value}' is not") from None
     else:
         left, right = str(actual), flt.value
-    return {":": left == right, "=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-            ">": left > right, ">=": left >= right}[flt.op]
+    return {
+        ":": left == right,
+        "=": left == right,
+        "!=": left != right,
+        "<": left < right,
+        "<=": left <= right,
+        ">": left > right,
+        ">=": left >= right,
+    }[flt.op]
 
 
 def run_query(corpus: Corpus, texts: list[str], extra_fields: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     filters = parse_filters(corpus, texts)
     index = Index(corpus)
     asked = [f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields
-    columns = ["key", "name"] + [c for c in dict.fromkeys(asked) if c not in ("key", "name")]  # key and name come first, once
+    columns = ["key", "name"] + [
+        c for c in dict.fromkeys(asked) if c not in ("key", "name")
+    ]  # key and name come first, once
     rows = []
     for key, record in sorted(corpus.records.items()):
         if all(_matches(corpus, index, record, flt) for flt in filters):
@@ -148,7 +160,7 @@ def render(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str:
         return buffer.getvalue()
     texts = [[str(row.get(c, "")) if row.get(c) is not None else "" for c in columns] for row in rows]
     widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths)) for t in texts]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)) for t in texts]
     lines.append(f"{len(rows)} records")
     return "\n".join(lines) + "\n"

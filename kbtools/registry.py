@@ -26,6 +26,7 @@ annotations a type's schema may carry:
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,16 +53,16 @@ class FieldPlan:
     inputs: bool = False
     plausible: dict | None = None  # x-kb-plausible: {min, max, reason}, the range real values fall in
     names: tuple[str, ...] = ()  # x-kb-names: the words prose names the field by, besides its own name
-    properties: dict[str, "FieldPlan"] = field(default_factory=dict)
-    additional: "FieldPlan | None" = None
-    items: "FieldPlan | None" = None
+    properties: dict[str, FieldPlan] = field(default_factory=dict)
+    additional: FieldPlan | None = None
+    items: FieldPlan | None = None
 
-    def child(self, key: str | int) -> "FieldPlan | None":
+    def child(self, key: str | int) -> FieldPlan | None:
         if isinstance(key, int):
             return self.items
         return self.properties.get(key) or self.additional
 
-    def merge(self, other: "FieldPlan") -> None:
+    def merge(self, other: FieldPlan) -> None:
         self.ref_types = tuple(dict.fromkeys(self.ref_types + other.ref_types))
         self.quantity = self.quantity or other.quantity
         self.inputs = self.inputs or other.inputs
@@ -92,14 +93,18 @@ class RecordType:
     resolver: Any
     plan: FieldPlan
     property_order: tuple[str, ...]
-    constraints: tuple[dict, ...] = ()  # x-kb-constraints of the type and of the schemas it allOf-$refs (the envelope's)
+    constraints: tuple[
+        dict, ...
+    ] = ()  # x-kb-constraints of the type and of the schemas it allOf-$refs (the envelope's)
 
     @cached_property
     def validator(self) -> Draft202012Validator:
         """Built on first use (a warm run validates nothing). It validates against the schema
         with every $ref inlined: the same meaning (a $ref is an in-place applicator, like
         allOf), but no URI resolution per record, which was most of the validation time."""
-        return Draft202012Validator(inline_refs(self.schema, self.resolver), format_checker=Draft202012Validator.FORMAT_CHECKER)
+        return Draft202012Validator(
+            inline_refs(self.schema, self.resolver), format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
 
     @property
     def derive(self) -> dict[str, Any]:
@@ -194,7 +199,9 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"schema file is not UTF-8: {exc.reason}"))
             continue
         except json.JSONDecodeError as exc:
-            diagnostics.append(Diagnostic.make("KB210", rel, exc.lineno, exc.colno, f"schema file is not valid JSON: {exc.msg}"))
+            diagnostics.append(
+                Diagnostic.make("KB210", rel, exc.lineno, exc.colno, f"schema file is not valid JSON: {exc.msg}")
+            )
             continue
         if not isinstance(contents, dict):
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "a schema file must hold a JSON object"))
@@ -204,13 +211,23 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
                 Draft202012Validator.check_schema(contents)
         except SchemaError as exc:
             key = next((str(p) for p in reversed(exc.absolute_path) if isinstance(p, str)), "")
-            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, f'"{key}"') if key else 1, 1,
-                                               f"invalid JSON Schema: {exc.message}"))
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB210", rel, _line_of(text, f'"{key}"') if key else 1, 1, f"invalid JSON Schema: {exc.message}"
+                )
+            )
             continue
         if contents.get("$schema") not in DIALECTS:
-            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$schema"') if "$schema" in contents else 1, 1,
-                                               f"a schema must declare \"$schema\": \"{DIALECTS[0]}\" (kb validates with "
-                                               f"JSON Schema 2020-12), not {json.dumps(contents.get('$schema'))}"))
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB210",
+                    rel,
+                    _line_of(text, '"$schema"') if "$schema" in contents else 1,
+                    1,
+                    f'a schema must declare "$schema": "{DIALECTS[0]}" (kb validates with '
+                    f"JSON Schema 2020-12), not {json.dumps(contents.get('$schema'))}",
+                )
+            )
             continue
         documents[path.name] = (path, text, contents)
 
@@ -229,9 +246,16 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
         rel = path.relative_to(root).as_posix()
         type_name = name[: -len(SCHEMA_SUFFIX)]
         if not isinstance(directory, str) or not DIR_PATTERN.match(directory):
-            diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"x-kb-dir"'), 1,
-                                               f"x-kb-dir must be one directory name under records/ (matching {DIR_PATTERN.pattern}), "
-                                               f"not {json.dumps(directory)}"))
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB210",
+                    rel,
+                    _line_of(text, '"x-kb-dir"'),
+                    1,
+                    f"x-kb-dir must be one directory name under records/ (matching {DIR_PATTERN.pattern}), "
+                    f"not {json.dumps(directory)}",
+                )
+            )
             continue
         try:
             plan = compile_plan(contents, registry.resolver(base_uri=contents.get("$id", name)))
@@ -243,16 +267,32 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
         for where, problem in problems:
             diagnostics.append(Diagnostic.make("KB210", where, 1, 1, f"x-kb-constraints: {problem}"))
         types[type_name] = RecordType(
-            name=type_name, dir=directory, title=str(contents.get("title", type_name)), schema_path=rel,
-            schema=contents, resolver=resolver, plan=plan,
-            property_order=tuple(_property_order(contents, resolver)), constraints=rules)
+            name=type_name,
+            dir=directory,
+            title=str(contents.get("title", type_name)),
+            schema_path=rel,
+            schema=contents,
+            resolver=resolver,
+            plan=plan,
+            property_order=tuple(_property_order(contents, resolver)),
+            constraints=rules,
+        )
 
     seen_dirs: dict[str, str] = {}
     for record_type in list(types.values()):
         if record_type.dir in seen_dirs:
-            text = documents[Path(record_type.schema_path).name][1]  # the file's own text: its lines, not one dumped line
-            diagnostics.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-dir"'), 1,
-                                               f"directory '{record_type.dir}' is already the directory of type '{seen_dirs[record_type.dir]}'"))
+            text = documents[Path(record_type.schema_path).name][
+                1
+            ]  # the file's own text: its lines, not one dumped line
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB210",
+                    record_type.schema_path,
+                    _line_of(text, '"x-kb-dir"'),
+                    1,
+                    f"directory '{record_type.dir}' is already the directory of type '{seen_dirs[record_type.dir]}'",
+                )
+            )
             del types[record_type.name]
         else:
             seen_dirs[record_type.dir] = record_type.name
@@ -269,43 +309,80 @@ ROLES = {
 CHART_KINDS = {"roofline": ("bandwidth", "peaks")}  # chart kind -> the keys naming fields
 
 
-def _check_roles_and_charts(types: dict[str, "RecordType"], documents: dict) -> list[Diagnostic]:
+def _check_roles_and_charts(types: dict[str, RecordType], documents: dict) -> list[Diagnostic]:
     out = []
     players: dict[str, str] = {}
     for record_type in types.values():
         text = documents[Path(record_type.schema_path).name][1]
         raw = record_type.schema.get("x-kb-role")
         if raw is not None and raw not in ROLES:
-            out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-role"'), 1,
-                                       f"x-kb-role {json.dumps(raw)} is not a role kb knows ({', '.join(ROLES)})"))
+            out.append(
+                Diagnostic.make(
+                    "KB210",
+                    record_type.schema_path,
+                    _line_of(text, '"x-kb-role"'),
+                    1,
+                    f"x-kb-role {json.dumps(raw)} is not a role kb knows ({', '.join(ROLES)})",
+                )
+            )
         elif raw is not None and raw in players:
-            out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-role"'), 1,
-                                       f"x-kb-role '{raw}' is already the role of type '{players[raw]}'; one type plays a role"))
+            out.append(
+                Diagnostic.make(
+                    "KB210",
+                    record_type.schema_path,
+                    _line_of(text, '"x-kb-role"'),
+                    1,
+                    f"x-kb-role '{raw}' is already the role of type '{players[raw]}'; one type plays a role",
+                )
+            )
         elif raw is not None:
             players[raw] = record_type.name
-        for chart in record_type.schema.get("x-kb-charts", []) if isinstance(record_type.schema.get("x-kb-charts"), list) else []:
+        for chart in (
+            record_type.schema.get("x-kb-charts", []) if isinstance(record_type.schema.get("x-kb-charts"), list) else []
+        ):
             kind = chart.get("kind") if isinstance(chart, dict) else None
             if kind not in CHART_KINDS:
-                out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-charts"'), 1,
-                                           f"x-kb-charts: chart kind {json.dumps(kind)} is not one kb draws ({', '.join(CHART_KINDS)})"))
+                out.append(
+                    Diagnostic.make(
+                        "KB210",
+                        record_type.schema_path,
+                        _line_of(text, '"x-kb-charts"'),
+                        1,
+                        f"x-kb-charts: chart kind {json.dumps(kind)} is not one kb draws ({', '.join(CHART_KINDS)})",
+                    )
+                )
                 continue
             named = [chart.get("bandwidth")] + list((chart.get("peaks") or {}).values())
             for field_name in named:
                 plan = record_type.plan.properties.get(field_name) if isinstance(field_name, str) else None
                 if plan is None or plan.quantity is None:
-                    out.append(Diagnostic.make("KB210", record_type.schema_path, _line_of(text, '"x-kb-charts"'), 1,
-                                               f"x-kb-charts: {json.dumps(field_name)} is not a quantity field of {record_type.name}"))
+                    out.append(
+                        Diagnostic.make(
+                            "KB210",
+                            record_type.schema_path,
+                            _line_of(text, '"x-kb-charts"'),
+                            1,
+                            f"x-kb-charts: {json.dumps(field_name)} is not a quantity field of {record_type.name}",
+                        )
+                    )
     return out
 
 
 def _check_ref_annotations(types: dict[str, RecordType], documents: dict, root: Path) -> list[Diagnostic]:
     """An x-kb-ref must name a type that exists, or every reference to it would dangle."""
     out = []
-    for name, (path, text, contents) in documents.items():
+    for path, text, contents in documents.values():
         for target in _find_ref_annotations(contents):
             if target not in types:
-                out.append(Diagnostic.make("KB210", path.relative_to(root).as_posix(), _line_of(text, f'"x-kb-ref": "{target}"'), 1,
-                                           f"x-kb-ref names unknown record type '{target}' (known: {', '.join(sorted(types))})"))
+                out.append(
+                    Diagnostic.make(
+                        "KB210",
+                        path.relative_to(root).as_posix(),
+                        _line_of(text, f'"x-kb-ref": "{target}"'),
+                        1,
+                        f"x-kb-ref names unknown record type '{target}' (known: {', '.join(sorted(types))})",
+                    )
+                )
     return out
 
 
@@ -331,8 +408,11 @@ def inline_refs(schema: Any, resolver, depth: int = 0) -> Any:
         return [inline_refs(item, resolver, depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {key: inline_refs(value, resolver, depth + 1) for key, value in schema.items()
-           if key not in ("$ref", "$id", "$schema", "$defs")}
+    out = {
+        key: inline_refs(value, resolver, depth + 1)
+        for key, value in schema.items()
+        if key not in ("$ref", "$id", "$schema", "$defs")
+    }
     if isinstance(schema.get("$ref"), str):
         resolved = resolver.lookup(schema["$ref"])
         out["allOf"] = [inline_refs(resolved.contents, resolved.resolver, depth + 1)] + out.get("allOf", [])
@@ -399,10 +479,12 @@ def rule_problems(rule: Any) -> list[str]:
         if not isinstance(conditions, dict):
             problems.append(f"constraint {code}: {part} maps fields to conditions")
             continue
-        for field, condition in conditions.items():
+        for name, condition in conditions.items():
             if isinstance(condition, dict) and (len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS):
-                problems.append(f"constraint {code}: {part}.{field}: a condition object is one of "
-                                + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS))
+                problems.append(
+                    f"constraint {code}: {part}.{name}: a condition object is one of "
+                    + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS)
+                )
     return problems
 
 

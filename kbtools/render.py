@@ -5,14 +5,17 @@ http(s), mailto and relative URLs, so nothing a record says can become script.
 Wikilinks become links to record pages; inline values {{ ... }} become the figure
 `kb check` computed, with its derivation in a title and an expandable note.
 """
+
 from __future__ import annotations
 
 import html
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .links import Index
 from .wikilinks import new_parser, too_large
+
 
 def safe_url(url: str) -> bool:
     """Only web, mail and relative links: no javascript:, data:, vbscript:, file: and the like."""
@@ -38,9 +41,15 @@ class BodyRenderer:
         self.md = new_parser()
         self.md.validateLink = safe_url
         # markdown-it binds rules to its renderer: plain functions that close over self
-        self.md.add_render_rule("wikilink", lambda _r, tokens, idx, options, env: self._wikilink(tokens, idx, options, env))
-        self.md.add_render_rule("kb_value", lambda _r, tokens, idx, options, env: self._value(tokens, idx, options, env))
-        self.md.add_render_rule("link_open", lambda _r, tokens, idx, options, env: self._link_open(tokens, idx, options, env))
+        self.md.add_render_rule(
+            "wikilink", lambda _r, tokens, idx, options, env: self._wikilink(tokens, idx, options, env)
+        )
+        self.md.add_render_rule(
+            "kb_value", lambda _r, tokens, idx, options, env: self._value(tokens, idx, options, env)
+        )
+        self.md.add_render_rule(
+            "link_open", lambda _r, tokens, idx, options, env: self._link_open(tokens, idx, options, env)
+        )
 
     def render(self, key: str) -> str:
         record = self.corpus.records[key]
@@ -52,7 +61,10 @@ class BodyRenderer:
     def _wikilink(self, tokens, idx, options, env) -> str:
         meta = tokens[idx].meta
         target, _ = self.index.resolve(meta["target"])
-        label = html.escape(meta["label"] or (target.data.get("name") if target and isinstance(target.data.get("name"), str) else meta["target"]))
+        label = html.escape(
+            meta["label"]
+            or (target.data.get("name") if target and isinstance(target.data.get("name"), str) else meta["target"])
+        )
         href = self.href(env["key"], target.key) if target is not None else ""
         if not href:
             return f'<span class="broken-link" title="no such record">{label}</span>'
@@ -67,13 +79,16 @@ class BodyRenderer:
         if found is None or found.rendered is None:
             return f'<span class="kb-value kb-value-error" title="not computed: see kb check">{{{{ {source} }}}}</span>'
         from .compute import substituted
+
         value = found.value
         why = f"{value.formula.text} = {substituted(value)}" if value.computed else f"stated in {value.record}"
         anchor = value_anchor(value.name)
         link = self.href(env["key"], value.record) + (f"#{anchor}" if anchor else "")
-        return (f'<span class="kb-value" tabindex="0" title="{html.escape(why)}">{html.escape(found.rendered)}'
-                f'<span class="kb-value-why"><code>{html.escape(source)}</code> {html.escape(why)} '
-                f'(<a href="{html.escape(link)}">why</a>)</span></span>')
+        return (
+            f'<span class="kb-value" tabindex="0" title="{html.escape(why)}">{html.escape(found.rendered)}'
+            f'<span class="kb-value-why"><code>{html.escape(source)}</code> {html.escape(why)} '
+            f'(<a href="{html.escape(link)}">why</a>)</span></span>'
+        )
 
     def _link_open(self, tokens, idx, options, env) -> str:
         token = tokens[idx]

@@ -1,9 +1,10 @@
 """The last stage: diagnostics -> text, JSON, GitHub annotations or SARIF."""
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
 from . import __version__
@@ -25,7 +26,10 @@ def one_line(text: str) -> str:
 
 
 def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    lines = [f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}" for d in diagnostics]
+    lines = [
+        f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}"
+        for d in diagnostics
+    ]
     lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
     return "\n".join(lines) + "\n"
 
@@ -65,29 +69,59 @@ def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> 
     for d in diagnostics:
         first.setdefault(d.code, d)
     # a code a schema's constraint declares is not in CODES: its first finding describes it
-    rules = [{"id": code, "shortDescription": {"text": CODES[code].summary if code in CODES else first[code].message},
-              "defaultConfiguration": {"level": "error" if (CODES[code].severity if code in CODES else first[code].severity)
-                                       is Severity.ERROR else "warning"}}
-             for code in sorted(first)]
+    rules = [
+        {
+            "id": code,
+            "shortDescription": {"text": CODES[code].summary if code in CODES else first[code].message},
+            "defaultConfiguration": {
+                "level": "error"
+                if (CODES[code].severity if code in CODES else first[code].severity) is Severity.ERROR
+                else "warning"
+            },
+        }
+        for code in sorted(first)
+    ]
     order = {code: n for n, code in enumerate(sorted(first))}
-    results = [{
-        "ruleId": d.code,
-        "ruleIndex": order[d.code],
-        "level": "error" if d.severity is Severity.ERROR else "warning",
-        "message": {"text": with_hint(d)},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(d.path, safe="/"), "uriBaseId": "%SRCROOT%"},
-                                            "region": {"startLine": d.line, "startColumn": d.column}}}],
-    } for d in diagnostics]
+    results = [
+        {
+            "ruleId": d.code,
+            "ruleIndex": order[d.code],
+            "level": "error" if d.severity is Severity.ERROR else "warning",
+            "message": {"text": with_hint(d)},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": quote(d.path, safe="/"), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": d.line, "startColumn": d.column},
+                    }
+                }
+            ],
+        }
+        for d in diagnostics
+    ]
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "kb", "version": __version__, "informationUri": "https://github.com/",
-                                      "rules": rules}},
-                  "results": results}],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kb",
+                        "version": __version__,
+                        "informationUri": "https://github.com/",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 FORMATTERS: dict[str, Callable[[Sequence[Diagnostic], dict[str, int]], str]] = {
-    "text": format_text, "json": format_json, "github": format_github, "sarif": format_sarif,
+    "text": format_text,
+    "json": format_json,
+    "github": format_github,
+    "sarif": format_sarif,
 }

@@ -3,6 +3,7 @@
 Validation is the `jsonschema` library's, the whole 2020-12 specification; this
 module only turns each error into a diagnostic at the line of the offending key.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -12,8 +13,8 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from .diagnostics import Diagnostic
 from .load import internal_error
-from .progress import track
 from .model import Corpus, FieldPath, Record
+from .progress import track
 from .registry import RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
@@ -32,7 +33,9 @@ def validate_schemas(corpus: Corpus) -> Corpus:
             continue
         mine: list[Diagnostic] = []
         try:
-            errors = sorted(record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path)))
+            errors = sorted(
+                record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path))
+            )
             unknown = record.unknown
             for error in errors:
                 if error.validator == "required" and not error.absolute_path and _missing(error) in unknown:
@@ -61,11 +64,27 @@ def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str
         line, col = record.position(("unknown", name))
         if name not in declared:
             close = difflib.get_close_matches(name, sorted(declared), n=1)
-            out.append(Diagnostic.make("KB201", record.path, line, col, f"unknown.{name}: '{name}' is not a field of type "
-                                       f"'{record_type.name}'" + (f" (did you mean '{close[0]}'?)" if close else "")))
+            out.append(
+                Diagnostic.make(
+                    "KB201",
+                    record.path,
+                    line,
+                    col,
+                    f"unknown.{name}: '{name}' is not a field of type "
+                    f"'{record_type.name}'" + (f" (did you mean '{close[0]}'?)" if close else ""),
+                )
+            )
         elif record.data.get(name) is not None:
-            out.append(Diagnostic.make("KB203", record.path, line, col, f"unknown.{name}: {name} is given "
-                                       f"(line {record.position((name,))[0]}) and also said to be unknown; keep one"))
+            out.append(
+                Diagnostic.make(
+                    "KB203",
+                    record.path,
+                    line,
+                    col,
+                    f"unknown.{name}: {name} is given "
+                    f"(line {record.position((name,))[0]}) and also said to be unknown; keep one",
+                )
+            )
     return out
 
 
@@ -87,14 +106,30 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
             owner = f"in {where}" if where else f"for type '{type_name}'"
             close = difflib.get_close_matches(key, sorted(declared), n=1)
             guess = f" (did you mean '{close[0]}'?)" if close else ""
-            out.append(Diagnostic.make("KB201", record.path, line, col, f"unknown field '{key}' {owner}{guess}",
-                                       hint=f"fields are declared in schema/{type_name}.schema.json"))
+            out.append(
+                Diagnostic.make(
+                    "KB201",
+                    record.path,
+                    line,
+                    col,
+                    f"unknown field '{key}' {owner}{guess}",
+                    hint=f"fields are declared in schema/{type_name}.schema.json",
+                )
+            )
         return out
     if error.validator == "required":
         missing = _QUOTED.findall(error.message)[:1]
         line, col = record.position(path) if path else (1, 1)
         owner = f" in {where}" if where else ""
-        return [Diagnostic.make("KB202", record.path, line, col, f"missing required field '{missing[0] if missing else error.message}'{owner}")]
+        return [
+            Diagnostic.make(
+                "KB202",
+                record.path,
+                line,
+                col,
+                f"missing required field '{missing[0] if missing else error.message}'{owner}",
+            )
+        ]
     if error.context:
         # oneOf/anyOf: the closest branch explains the failure better than "not valid under any".
         best = best_match(error.context)
@@ -115,8 +150,15 @@ def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
         fields = rule.get("any_of", []) if isinstance(rule, dict) else []
         if fields and not any(record.data.get(f) not in (None, "") for f in fields):
             line, col = record.position(("id",))
-            out.append(Diagnostic.make(rule.get("code", "KB202"), record.path, line, col,
-                                       rule.get("message", f"needs one of: {', '.join(fields)}")))
+            out.append(
+                Diagnostic.make(
+                    rule.get("code", "KB202"),
+                    record.path,
+                    line,
+                    col,
+                    rule.get("message", f"needs one of: {', '.join(fields)}"),
+                )
+            )
     return out
 
 

@@ -8,6 +8,7 @@ record. Records that are distinct on purpose say so with `distinct_from: [dir/id
 
 One pass over the corpus, grouping by a key: no pairwise comparison, so it stays linear.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,9 @@ def url_key(url: str) -> str | None:
         return None
     host = (parts.hostname or "").lower().removeprefix("www.")
     port = parts.port if parts.port not in (None, 80, 443) else None
-    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k)))
+    query = urlencode(
+        sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k))
+    )
     path = parts.path.rstrip("/") or "/"
     return f"{host}{':' + str(port) if port else ''}{path}{'?' + query if query else ''}"
 
@@ -66,12 +69,16 @@ def find_similar(corpus: Corpus) -> Corpus:
                     continue
                 line, col = other.value_position((field,))
                 if code == "KB309":
-                    message = (f"name {other.data.get('name')!r} is the same as {first.key}'s {first.data.get('name')!r} but for "
-                               f"case, spacing or punctuation: merge the two, or name them apart (distinct_from: [{first.key}] "
-                               "if they are different things)")
+                    message = (
+                        f"name {other.data.get('name')!r} is the same as {first.key}'s {first.data.get('name')!r} but for "
+                        f"case, spacing or punctuation: merge the two, or name them apart (distinct_from: [{first.key}] "
+                        "if they are different things)"
+                    )
                 else:
-                    message = (f"url is the same document as {first.key}'s ({first.data.get('url')}): one document, two "
-                               f"source records; merge them (distinct_from: [{first.key}] if they are different documents)")
+                    message = (
+                        f"url is the same document as {first.key}'s ({first.data.get('url')}): one document, two "
+                        f"source records; merge them (distinct_from: [{first.key}] if they are different documents)"
+                    )
                 found.append(Diagnostic.make(code, other.path, line, col, message))
     return corpus.with_diagnostics(found)
 
@@ -83,9 +90,11 @@ def _name_of(record: Record) -> str | None:
 
 def _document_key(source_type: str | None):
     """A record's document key, for records of the type that plays the source role."""
+
     def document_of(record: Record) -> str | None:
         url = record.data.get("url")
         return url_key(url) if isinstance(url, str) and source_type is not None and record.type == source_type else None
+
     return document_of
 
 

@@ -6,6 +6,7 @@ changed since a git revision, the bodies of that record and of the records linki
 are searched for the old figure: a number with a unit of the same dimension that equals
 the old value at the precision it is written with.
 """
+
 from __future__ import annotations
 
 import math
@@ -122,9 +123,17 @@ def _mentions(reader, old_value, new_value, owner, field: str, field_line: int, 
             old_in_unit = float(old_value.to(unit).magnitude)
             new_in_unit = float(new_value.to(unit).magnitude)
             digits = _significant(number)
-            if _round(old_in_unit, digits) == _round(written, digits) and _round(new_in_unit, digits) != _round(written, digits):
-                out.append(Diagnostic.make(
-                    "KB600", reader.path, reader.body_line + offset, match.start() + 1,
-                    f"quotes {number} {match.group(3)}, the old value of {owner.key}.{field} (now {format_quantity(new_value)}, "
-                    f"changed since {rev} at {owner.path}:{field_line}); quote it as {{{{ {owner.key}.{field.split('.')[0]} }}}} instead"))
+            if _round(old_in_unit, digits) == _round(written, digits) and _round(new_in_unit, digits) != _round(
+                written, digits
+            ):
+                out.append(
+                    Diagnostic.make(
+                        "KB600",
+                        reader.path,
+                        reader.body_line + offset,
+                        match.start() + 1,
+                        f"quotes {number} {match.group(3)}, the old value of {owner.key}.{field} (now {format_quantity(new_value)}, "
+                        f"changed since {rev} at {owner.path}:{field_line}); quote it as {{{{ {owner.key}.{field.split('.')[0]} }}}} instead",
+                    )
+                )
     return out

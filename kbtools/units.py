@@ -4,6 +4,7 @@ and the parsing of quantity values written in records.
 A quantity is written "VALUE UNIT" ("4.8 TB/s"), as a bare number (the field's
 canonical unit), or in long form {value, basis, source, note, vendor_claim}.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,8 +65,11 @@ def _unit_terms(text: str) -> list[tuple[str, int]]:
         if match is None or match.end() == pos:
             if text[pos:].strip() == "":
                 break
-            raise QuantityError("KB401", f"'{text}' is not a unit: unexpected '{text[pos:pos + 10].strip()}' "
-                                         "(write units like GB/s, B/token, FLOP/s, s^-1)")
+            raise QuantityError(
+                "KB401",
+                f"'{text}' is not a unit: unexpected '{text[pos : pos + 10].strip()}' "
+                "(write units like GB/s, B/token, FLOP/s, s^-1)",
+            )
         pos = match.end()
         if match.group("name") or match.group("one"):
             if not expect_term:
@@ -83,7 +87,9 @@ def _unit_terms(text: str) -> list[tuple[str, int]]:
             pos = power.end()
             exponent = int(power.group("int") or power.group("one"))
             if abs(exponent) > MAX_UNIT_POWER or exponent == 0:
-                raise QuantityError("KB401", f"'{text}' is not a unit: powers go from -{MAX_UNIT_POWER} to {MAX_UNIT_POWER}, not 0")
+                raise QuantityError(
+                    "KB401", f"'{text}' is not a unit: powers go from -{MAX_UNIT_POWER} to {MAX_UNIT_POWER}, not 0"
+                )
             name, power_sign = terms[-1]
             terms[-1] = (name, power_sign * exponent)
         else:
@@ -144,15 +150,23 @@ def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
     else:
         raise QuantityError("KB400", f"a {type(value).__name__} is not a quantity")
     if not math.isfinite(magnitude) or abs(magnitude) > MAX_MAGNITUDE:
-        raise QuantityError("KB403", f"{value!r} is out of range (|value| must be finite and at most {MAX_MAGNITUDE:g})")
+        raise QuantityError(
+            "KB403", f"{value!r} is out of range (|value| must be finite and at most {MAX_MAGNITUDE:g})"
+        )
     return ureg.Quantity(magnitude, unit)
 
 
 def parse_written(value: Any, canonical: str | None) -> Written:
     """A field's value (short or long form) -> Written; checks the dimension against `canonical`."""
     if isinstance(value, dict):
-        written = Written(parse_quantity_text(value.get("value"), canonical), value.get("basis"), value.get("source"),
-                          value.get("note"), bool(value.get("vendor_claim", False)), value.get("rank"))
+        written = Written(
+            parse_quantity_text(value.get("value"), canonical),
+            value.get("basis"),
+            value.get("source"),
+            value.get("note"),
+            bool(value.get("vendor_claim", False)),
+            value.get("rank"),
+        )
     else:
         written = Written(parse_quantity_text(value, canonical))
     if canonical not in (None, "*"):
@@ -163,8 +177,11 @@ def parse_written(value: Any, canonical: str | None) -> Written:
 def check_dimension(quantity: pint.Quantity, canonical: str) -> None:
     expected = parse_unit(canonical)
     if not quantity.is_compatible_with(expected):
-        raise QuantityError("KB402", f"{format_quantity(quantity)} is {describe_dimension(quantity.dimensionality)}, "
-                                     f"expected {describe_dimension(expected.dimensionality)} (like {canonical})")
+        raise QuantityError(
+            "KB402",
+            f"{format_quantity(quantity)} is {describe_dimension(quantity.dimensionality)}, "
+            f"expected {describe_dimension(expected.dimensionality)} (like {canonical})",
+        )
 
 
 def describe_dimension(dimensionality) -> str:
@@ -173,7 +190,15 @@ def describe_dimension(dimensionality) -> str:
     parts = []
     for name, power in sorted(dimensionality.items(), key=lambda item: -item[1]):
         label = name.strip("[]")
-        parts.append(label if power == 1 else f"{label}^{power:g}" if power > 0 else f"per {label}" if power == -1 else f"{label}^{power:g}")
+        parts.append(
+            label
+            if power == 1
+            else f"{label}^{power:g}"
+            if power > 0
+            else f"per {label}"
+            if power == -1
+            else f"{label}^{power:g}"
+        )
     return " ".join(parts)
 
 

@@ -5,6 +5,7 @@ A markdown-it inline rule recognises `[[target]]`, `[[target|label]]` and
 the parser, not a regular expression, decides what is prose. The same parser
 (`markdown()`) renders bodies for the site, so check and site agree on every link.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -49,15 +50,19 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     end = _closing(src, pos, "]]")
     if end < 0:
         return False
-    inner = src[pos + 2:end]
+    inner = src[pos + 2 : end]
     if not inner.strip() or "[" in inner:
         return False
     if not silent:
         target, _, label = inner.partition("|")
         target, _, anchor = target.partition("#")
         token = state.push("wikilink", "", 0)
-        token.meta = {"target": target.strip(), "anchor": anchor.strip() or None,
-                      "label": label.strip() or None, "offset": pos}
+        token.meta = {
+            "target": target.strip(),
+            "anchor": anchor.strip() or None,
+            "label": label.strip() or None,
+            "offset": pos,
+        }
         token.content = inner
     state.pos = end + 2
     return True
@@ -73,7 +78,7 @@ def _inline_value_rule(state: StateInline, silent: bool) -> bool:
         return False
     if not silent:
         token = state.push("kb_value", "", 0)
-        token.content = src[pos + 2:end]
+        token.content = src[pos + 2 : end]
         token.meta = {"offset": pos}
     state.pos = end + 2
     return True
@@ -109,10 +114,15 @@ class BodyScan:
 def too_large(body: str) -> tuple[str, str] | None:
     """Why a body is not scanned, as (code, message), or None. Checked before any parse."""
     if body.count("[[") > MAX_BODY_LINKS or body.count("{{") > MAX_BODY_LINKS:
-        return "KB114", f"the body has more than {MAX_BODY_LINKS:,} [[links]] or {{{{values}}}}; none of them was checked"
+        return (
+            "KB114",
+            f"the body has more than {MAX_BODY_LINKS:,} [[links]] or {{{{values}}}}; none of them was checked",
+        )
     if len(body) > MAX_BODY_CHARS:
-        return "KB115", (f"the body is {len(body):,} characters long, more than the {MAX_BODY_CHARS:,} kb checks; "
-                         "its links and values were not checked")
+        return "KB115", (
+            f"the body is {len(body):,} characters long, more than the {MAX_BODY_CHARS:,} kb checks; "
+            "its links and values were not checked"
+        )
     return None
 
 
@@ -164,7 +174,9 @@ def _scan(body: str) -> BodyScan:
     return BodyScan(tuple(links), tuple(values))
 
 
-def _column(offset: int, content: str, line_starts: list[int], lines: list[str], first_line: int, indents: dict[int, int]) -> int:
+def _column(
+    offset: int, content: str, line_starts: list[int], lines: list[str], first_line: int, indents: dict[int, int]
+) -> int:
     """The 1-based column in the source line of a construct at `offset` of an inline token's text.
     markdown-it strips each line's indentation and block markers (>, list bullets) from the inline text, so
     the line's own start is found once per line (never a search per link) and the offset counted from it."""
@@ -173,7 +185,7 @@ def _column(offset: int, content: str, line_starts: list[int], lines: list[str],
     if index not in indents:
         source = lines[first_line + index] if first_line + index < len(lines) else ""
         end = content.find("\n", start)
-        text = content[start:end if end >= 0 else len(content)].strip()
+        text = content[start : end if end >= 0 else len(content)].strip()
         found = source.find(text[:40]) if text else -1
         indents[index] = found if found >= 0 else 0
     return indents[index] + (offset - start) + 1
@@ -199,8 +211,9 @@ def headings(body: str) -> set[str]:
     if too_large(body):
         return set()
     tokens = markdown().parse(body)
-    return {slugify(tokens[i + 1].content) for i, t in enumerate(tokens)
-            if t.type == "heading_open" and i + 1 < len(tokens)}
+    return {
+        slugify(tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open" and i + 1 < len(tokens)
+    }
 
 
 def blank_inline_values(text: str) -> str:
@@ -213,6 +226,6 @@ def blank_inline_values(text: str) -> str:
         if opening == -1 or closing == -1:
             out.append(text[start:])
             return "".join(out)
-        span = text[opening:closing + 2]
+        span = text[opening : closing + 2]
         out.append(text[start:opening] + "".join(c if c == "\n" else " " for c in span))
         start = closing + 2

@@ -1,4 +1,5 @@
 """Test helpers: small corpora written in the test, checked by the real CLI entry point."""
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,9 @@ class KB:
             path.write_text(textwrap.dedent(text).lstrip("\n") if dedent else text, encoding="utf-8")
         return path
 
-    def record(self, dir_: str, id_: str, type_: str, extra: str = "", body: str = "", sources: str = "[src-a]") -> Path:
+    def record(
+        self, dir_: str, id_: str, type_: str, extra: str = "", body: str = "", sources: str = "[src-a]"
+    ) -> Path:
         fields = f"id: {id_}\ntype: {type_}\nname: {id_} name\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
         if type_ not in ("source", "hardware_parameter"):
             fields += f"sources: {sources}\n"
@@ -59,7 +62,12 @@ class KB:
         return self.write(f"records/{dir_}/{id_}.md", text, dedent=False)
 
     def source(self, id_: str = "src-a") -> Path:
-        return self.record("sources", id_, "source", f"kind: docs\norigin: first-party\npublisher: Someone\nurl: https://example.org/{id_}\n")
+        return self.record(
+            "sources",
+            id_,
+            "source",
+            f"kind: docs\norigin: first-party\npublisher: Someone\nurl: https://example.org/{id_}\n",
+        )
 
     def run(self, *args: str) -> Result:
         self.capsys.readouterr()
@@ -74,14 +82,22 @@ class KB:
         return json.loads(self.check("--format", "json", *args).out)
 
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.org",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.org",
+}
 
 
 def git(cwd, *args, env=None):
     """Run git in a test repository with a fixed identity."""
     import os
     import subprocess
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env or dict(os.environ, **GIT_ENV))
+
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env=env or dict(os.environ, **GIT_ENV)
+    )
 
 
 @pytest.fixture

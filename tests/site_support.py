@@ -1,4 +1,5 @@
 """Serving a built site on localhost and driving Debian's Chromium with Playwright."""
+
 from __future__ import annotations
 
 import functools
@@ -42,10 +43,20 @@ def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does")
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--disable-quic"])
+        instance = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
+        )
         try:
             yield instance
         finally:
@@ -59,10 +70,20 @@ class PageWatch:
         self.page = context.new_page()
         self.problems: list[str] = []
         self.dialogs: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        self.page.on(
+            "console", lambda m: self.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         # a request the next navigation cancels (a late favicon) is not a fault of the page
-        self.page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "") else
-                     self.problems.append(f"request failed: {r.url} {r.failure}"))
-        self.page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+        self.page.on(
+            "requestfailed",
+            lambda r: (
+                None
+                if "ERR_ABORTED" in (r.failure or "")
+                else self.problems.append(f"request failed: {r.url} {r.failure}")
+            ),
+        )
+        self.page.on(
+            "response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None
+        )
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))

@@ -2,10 +2,10 @@
 model schema describes: full attention (MHA/GQA/MLA), sliding-window and chunked layers, linear-attention
 layers with a fixed state, attention sinks, and top-k sparse attention with an indexer cache. The layout
 is data in the schema (fields, x-kb-derive, x-kb-functions), never Python per model."""
+
 from __future__ import annotations
 
 import pytest
-
 from test_cost_model import DEEPSEEK_SHAPE, LLAMA_70B_SHAPE, explain
 
 # gpt-oss-120b's shape (config.json: 36 layers alternating sliding_attention / full_attention,
@@ -40,12 +40,15 @@ LINEAR = """
     linear_state_dtype_size: 4 B
 """
 # DeepSeek-V3.2's sparse attention: DeepSeek-V3's MLA plus a 64-head, 128-dim FP8 indexer and top-2048
-SPARSE = DEEPSEEK_SHAPE + """
+SPARSE = (
+    DEEPSEEK_SHAPE
+    + """
     sparse_topk: 2048 token
     index_n_heads: 64
     index_head_dim: 128
     index_dtype_size: 1 B
 """
+)
 
 
 def corpus(kb, **shapes):
@@ -59,7 +62,11 @@ def corpus(kb, **shapes):
 
 def kv_at(kb, model: str, tokens: int, unit: str = "GB") -> str:
     """What prose quoting the model's kv_bytes at a length renders, through a real cost block."""
-    kb.record("flops", f"kv-{model}-{tokens}", "flop", f"""
+    kb.record(
+        "flops",
+        f"kv-{model}-{tokens}",
+        "flop",
+        f"""
         class: kv_transfer
         bound_by: storage
         inputs:
@@ -69,7 +76,9 @@ def kv_at(kb, model: str, tokens: int, unit: str = "GB") -> str:
           kv:
             formula: model.kv_bytes(n)
             unit: {unit}
-    """, body=f"[[{model}]]\n")
+    """,
+        body=f"[[{model}]]\n",
+    )
     return explain(kb, f"flops/kv-{model}-{tokens}.kv").splitlines()[0].split(" = ", 1)[1]
 
 
@@ -85,7 +94,9 @@ def test_sliding_window_layers_stop_growing_at_the_window(kb):
     corpus(kb, swa=SLIDING)
     # per layer 2 x 8 x 64 x 2 B = 2,048 B/token; inside the window all 36 layers grow
     assert explain(kb, "models/swa.kv_bytes_per_token").startswith("models/swa.kv_bytes_per_token = 73,728 B/token")
-    assert explain(kb, "models/swa.kv_bytes_per_token_growing").startswith("models/swa.kv_bytes_per_token_growing = 36,864 B/token")
+    assert explain(kb, "models/swa.kv_bytes_per_token_growing").startswith(
+        "models/swa.kv_bytes_per_token_growing = 36,864 B/token"
+    )
     assert kv_at(kb, "swa", 100, "B") == "7,372,800 B"  # 100 x 73,728 B
     # 131,072 tokens: 18 full layers x 2,048 B x 131,072 + 18 windowed layers x 2,048 B x 128
     assert kv_at(kb, "swa", 131072) == "4.837 GB"  # 4,836,556,800 B
@@ -109,8 +120,14 @@ def test_linear_attention_layers_hold_a_fixed_state(kb):
 def test_sparse_attention_keeps_all_kv_plus_the_indexer_and_attends_top_k(kb):
     corpus(kb, dsa=SPARSE, mla=DEEPSEEK_SHAPE)
     # the indexer caches 128 FP8 bytes per token per layer beside the 70,272 B/token latent
-    assert explain(kb, "models/dsa.kv_bytes_per_token").startswith(f"models/dsa.kv_bytes_per_token = {70272 + 61 * 128:,} B/token")
-    kb.record("flops", "prefill", "flop", """
+    assert explain(kb, "models/dsa.kv_bytes_per_token").startswith(
+        f"models/dsa.kv_bytes_per_token = {70272 + 61 * 128:,} B/token"
+    )
+    kb.record(
+        "flops",
+        "prefill",
+        "flop",
+        """
         class: prefill_attention
         bound_by: compute
         inputs:
@@ -124,12 +141,16 @@ def test_sparse_attention_keeps_all_kv_plus_the_indexer_and_attends_top_k(kb):
           sparse_flops:
             formula: sparse.prefill_attention_flops(n)
             unit: PFLOP
-    """, body="[[mla]] [[dsa]]\n")
-    dense = 61 * 128 * 320 * 128000 ** 2  # every pair of the causal triangle, QK and PV
-    attended = 2 * 2048 * 128000 - 2048 ** 2  # each query attends to at most 2,048 tokens
-    sparse = 61 * 128 * 320 * attended + 61 * 64 * 128 * 128000 ** 2  # plus the indexer's QK over all
+    """,
+        body="[[mla]] [[dsa]]\n",
+    )
+    dense = 61 * 128 * 320 * 128000**2  # every pair of the causal triangle, QK and PV
+    attended = 2 * 2048 * 128000 - 2048**2  # each query attends to at most 2,048 tokens
+    sparse = 61 * 128 * 320 * attended + 61 * 64 * 128 * 128000**2  # plus the indexer's QK over all
     assert explain(kb, "flops/prefill.dense_flops").startswith(f"flops/prefill.dense_flops = {dense / 1e15:.4g} PFLOP")
-    assert explain(kb, "flops/prefill.sparse_flops").startswith(f"flops/prefill.sparse_flops = {sparse / 1e15:.4g} PFLOP")
+    assert explain(kb, "flops/prefill.sparse_flops").startswith(
+        f"flops/prefill.sparse_flops = {sparse / 1e15:.4g} PFLOP"
+    )
 
 
 def test_a_windowed_layer_without_its_window_is_a_schema_error(kb):
@@ -137,18 +158,30 @@ def test_a_windowed_layer_without_its_window_is_a_schema_error(kb):
     path = kb.record("models", "bad", "model", LLAMA_70B_SHAPE + "    sliding_window_layers: 40\n")
     result = kb.check()
     assert result.exit_code == 1
-    assert any("sliding_window" in line and "records/models/bad.md:" in line for line in result.out.splitlines()), result.out
+    assert any("sliding_window" in line and "records/models/bad.md:" in line for line in result.out.splitlines()), (
+        result.out
+    )
     assert path.exists()
 
 
-@pytest.mark.parametrize("call, message", [
-    ("model.kv_bytes()", "kv_bytes() takes 1 argument(s) (n), not 0"),
-    ("model.kv_bytes('3 GB')", "kv_bytes()'s n is in token, not 3 GB"),
-    ("model.weights(n)", "models/gqa is a model, whose schema declares no function 'weights' (it declares: kv_bytes, prefill_attention_flops)"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        ("model.kv_bytes()", "kv_bytes() takes 1 argument(s) (n), not 0"),
+        ("model.kv_bytes('3 GB')", "kv_bytes()'s n is in token, not 3 GB"),
+        (
+            "model.weights(n)",
+            "models/gqa is a model, whose schema declares no function 'weights' (it declares: kv_bytes, prefill_attention_flops)",
+        ),
+    ],
+)
 def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
     corpus(kb, gqa=LLAMA_70B_SHAPE)
-    path = kb.record("flops", "f", "flop", f"""
+    path = kb.record(
+        "flops",
+        "f",
+        "flop",
+        f"""
         class: kv_transfer
         bound_by: storage
         inputs:
@@ -158,7 +191,9 @@ def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
           kv:
             formula: "{call}"
             unit: GB
-    """, body="[[gqa]]\n")
+    """,
+        body="[[gqa]]\n",
+    )
     result = kb.check()
     found = result.find("KB502") + result.find("KB503")
     line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if "formula:" in l)
@@ -167,7 +202,10 @@ def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
 
 def test_a_single_kv_head_is_replicated_on_every_tensor_parallel_rank(kb):
     """MQA, like MLA, has nothing to shard: a TP group reads the whole cache on every rank."""
-    corpus(kb, mqa=LLAMA_70B_SHAPE.replace("attention: gqa", "attention: mqa").replace("num_kv_heads: 8", "num_kv_heads: 1"),
-           gqa=LLAMA_70B_SHAPE)
+    corpus(
+        kb,
+        mqa=LLAMA_70B_SHAPE.replace("attention: gqa", "attention: mqa").replace("num_kv_heads: 8", "num_kv_heads: 1"),
+        gqa=LLAMA_70B_SHAPE,
+    )
     assert explain(kb, "models/mqa.kv_replicated_under_tp").splitlines()[0].endswith("= 1")
     assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")

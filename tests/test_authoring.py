@@ -1,16 +1,29 @@
 """kb new: skeletons that pass kb check as drafts, wired to their sources, never overwriting."""
+
 import datetime as dt
 
 import pytest
 
 
-@pytest.mark.parametrize("type_, name", [("accelerator", "Acme X1 (SXM)"), ("engine", "Fast Engine 2.0"), ("model", "Tiny-LM 7B"),
-                                         ("flop", "Prefix hit from CXL memory"), ("interconnect", "CXL 3.0 x16"),
-                                         ("storage_tier", "CXL memory pool"), ("measurement", "TTFT at 8K"),
-                                         ("hardware_parameter", "HBM stacks"), ("source", "Acme X1 datasheet")])
+@pytest.mark.parametrize(
+    "type_, name",
+    [
+        ("accelerator", "Acme X1 (SXM)"),
+        ("engine", "Fast Engine 2.0"),
+        ("model", "Tiny-LM 7B"),
+        ("flop", "Prefix hit from CXL memory"),
+        ("interconnect", "CXL 3.0 x16"),
+        ("storage_tier", "CXL memory pool"),
+        ("measurement", "TTFT at 8K"),
+        ("hardware_parameter", "HBM stacks"),
+        ("source", "Acme X1 datasheet"),
+    ],
+)
 def test_new_record_of_every_type_checks_clean_as_draft(kb, type_, name):
     kb.source()
-    args = ["new", type_, "--name", name] + (["--source", "src-a"] if type_ not in ("source", "hardware_parameter") else [])
+    args = ["new", type_, "--name", name] + (
+        ["--source", "src-a"] if type_ not in ("source", "hardware_parameter") else []
+    )
     result = kb.run(*args)
     assert result.exit_code == 0, result.err
     written = result.out.split()[1]
@@ -24,7 +37,8 @@ def test_new_record_of_every_type_checks_clean_as_draft(kb, type_, name):
 def test_id_is_made_from_the_name(kb):
     kb.source()
     assert kb.run("new", "accelerator", "--name", "NVIDIA H200 SXM", "--source", "src-a").out.startswith(
-        "wrote records/accelerators/nvidia-h200-sxm.md")
+        "wrote records/accelerators/nvidia-h200-sxm.md"
+    )
 
 
 def test_never_overwrites(kb):

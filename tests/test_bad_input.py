@@ -1,11 +1,11 @@
 """Every case of the bad-input catalogue: a diagnostic at the right file and line, fast, no traceback."""
+
 from __future__ import annotations
 
 import os
 import time
 
 import pytest
-
 from catalogue import CASES, render
 from conftest import REPO
 
@@ -36,13 +36,14 @@ def test_bad_input(kb, case):
     found = [l for l in result.lines if l.startswith(prefix) and f" {case.code} " in l]
     assert found, f"expected {case.code} at {prefix}\n{result.out}"
     if "columns" in case.extra:
-        assert [int(l[len(prefix):].split(":")[0]) for l in found] == case.extra["columns"], found
+        assert [int(l[len(prefix) :].split(":")[0]) for l in found] == case.extra["columns"], found
     assert result.exit_code == (0 if case.code in ("KB305", "KB306", "KB307", "KB511") else 1)
 
 
 def test_every_other_case_names_a_test_that_exists():
-    from catalogue import OTHER_CASES
     import test_reliability
+    from catalogue import OTHER_CASES
+
     for _, name, _, test in OTHER_CASES:
         assert callable(getattr(test_reliability, test, None)), (name, test)
 

@@ -1,4 +1,5 @@
 """kb build without a browser: refusal on errors, --force, atomic output."""
+
 import shutil
 
 from conftest import KB_SCRIPT, REPO
@@ -58,8 +59,10 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     import subprocess
     import sys
     import time
+
     sys.path.insert(0, str(REPO / "benchmarks"))
     from generate import generate
+
     root = tmp_path / "big"
     generate(root, 600, seed=3)
     kb_script = KB_SCRIPT
@@ -68,8 +71,11 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     assert first.returncode == 0, first.stderr
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.html")}
     (root / "records" / "sources" / "source-000001.md").write_text(
-        (root / "records" / "sources" / "source-000001.md").read_text().replace("Publisher", "Changed publisher"))
-    proc = subprocess.Popen([kb_script, "--root", str(root), "build", "--no-search"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (root / "records" / "sources" / "source-000001.md").read_text().replace("Publisher", "Changed publisher")
+    )
+    proc = subprocess.Popen(
+        [kb_script, "--root", str(root), "build", "--no-search"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     for _ in range(200):  # kill it once it is writing pages into its staging directory
         time.sleep(0.02)
         if any(p.is_dir() for p in out.parent.glob("._build.kb-*")):

@@ -1,8 +1,8 @@
 """Units and recomputation: a figure that disagrees with its own inputs must not pass."""
+
 import time
 
 import pytest
-
 from conftest import KB_SCRIPT, REPO
 
 MODEL = """
@@ -27,24 +27,48 @@ def base(kb):
     kb.source()
     kb.record("models", "mla-model", "model", MODEL)
     kb.record("accelerators", "gpu-a", "accelerator", GPU)
-    kb.record("hardware-parameters", "transfer-bandwidth", "hardware_parameter",
-              "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth, storage_tier: bandwidth, interconnect: bandwidth_per_direction}\n")
+    kb.record(
+        "hardware-parameters",
+        "transfer-bandwidth",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth, storage_tier: bandwidth, interconnect: bandwidth_per_direction}\n",
+    )
     kb.record("interconnects", "link-a", "interconnect", "kind: pcie\nscope: host\nbandwidth_per_direction: 63 GB/s\n")
-    kb.record("storage-tiers", "dram-a", "storage_tier",
-              "medium: dram\npath: tiered-offload\nlink: link-a\nchannels: 12\nchannel_width: 8 B\ntransfer_rate: 4800 MT/s\n")
-    kb.record("storage-tiers", "s3-a", "storage_tier", "medium: object-store\npath: tiered-offload\nbandwidth: 90 MB/s\n")
+    kb.record(
+        "storage-tiers",
+        "dram-a",
+        "storage_tier",
+        "medium: dram\npath: tiered-offload\nlink: link-a\nchannels: 12\nchannel_width: 8 B\ntransfer_rate: 4800 MT/s\n",
+    )
+    kb.record(
+        "storage-tiers", "s3-a", "storage_tier", "medium: object-store\npath: tiered-offload\nbandwidth: 90 MB/s\n"
+    )
 
 
 def flop(kb, costs, inputs=None, body=""):
-    inputs = inputs or """
+    inputs = (
+        inputs
+        or """
         inputs:
           model: models/mla-model
           prefix_tokens: 32000 token
           tiers: [accelerators/gpu-a, storage-tiers/dram-a, storage-tiers/s3-a]
     """
+    )
     import textwrap
-    extra = "class: kv_transfer\nbound_by: storage\n" + textwrap.dedent(inputs).lstrip("\n") + textwrap.dedent(costs).lstrip("\n")
-    return kb.record("flops", "hit", "flop", extra, body=body or "Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]\n")
+
+    extra = (
+        "class: kv_transfer\nbound_by: storage\n"
+        + textwrap.dedent(inputs).lstrip("\n")
+        + textwrap.dedent(costs).lstrip("\n")
+    )
+    return kb.record(
+        "flops",
+        "hit",
+        "flop",
+        extra,
+        body=body or "Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]\n",
+    )
 
 
 HIT_BYTES = """
@@ -71,12 +95,16 @@ def value_at(path, key):
 
 def test_costs_check_clean_and_table_rows(kb):
     base(kb)
-    flop(kb, HIT_BYTES + """
+    flop(
+        kb,
+        HIT_BYTES
+        + """
       hit_path_time:
         for_each: {tier: tiers}
         formula: hit_path_bytes / param(tier, 'transfer-bandwidth')
         unit: ms
-    """)
+    """,
+    )
     result = kb.check()
     assert result.exit_code == 0, result.out
     explained = kb.run("explain", "flops/hit.hit_path_time").out
@@ -95,7 +123,8 @@ def test_stated_figure_twice_its_recomputation(kb):
     assert result.find("KB500") == [
         f"records/flops/hit.md:{line}:5: error KB500 costs.hit_path_bytes: stated 2.25 GB but "
         "2 * model.kv_bytes_per_token * prefix_tokens = 2 × (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token = 4.497 GB; "
-        "the stated figure is half the recomputed one (tolerance 1%)"]
+        "the stated figure is half the recomputed one (tolerance 1%)"
+    ]
 
 
 def test_type_level_derivation_mismatch_names_both_figures(kb):
@@ -105,9 +134,11 @@ def test_type_level_derivation_mismatch_names_both_figures(kb):
     kb.record("accelerators", "gpu-c", "accelerator", "vendor: V\n", body="[[gpu-b]]\n")
     result = kb.check()
     line = line_of(path, "memory_bandwidth:")
-    assert f"records/accelerators/gpu-b.md:{line}:1: error KB500 memory_bandwidth: stated 4.8 TB/s but " \
-           "memory_bus_width * memory_pin_rate = 6,144 pin × 5 Gb/s = 3.84 TB/s; the stated figure is 1.25× the recomputed one (tolerance 1%)" \
-           in result.lines
+    assert (
+        f"records/accelerators/gpu-b.md:{line}:1: error KB500 memory_bandwidth: stated 4.8 TB/s but "
+        "memory_bus_width * memory_pin_rate = 6,144 pin × 5 Gb/s = 3.84 TB/s; the stated figure is 1.25× the recomputed one (tolerance 1%)"
+        in result.lines
+    )
 
 
 def test_derived_fields_fill_in_when_only_inputs_exist(kb):
@@ -123,7 +154,11 @@ def test_derived_fields_fill_in_when_only_inputs_exist(kb):
 
 def test_gqa_formula_by_attention_kind(kb):
     base(kb)
-    kb.record("models", "gqa-model", "model", """
+    kb.record(
+        "models",
+        "gqa-model",
+        "model",
+        """
         architecture: dense
         attention: gqa
         num_layers: 32
@@ -131,10 +166,16 @@ def test_gqa_formula_by_attention_kind(kb):
         head_dim: 128
         kv_dtype_size: 2 B
         kv_bytes_per_token: 131072 B/token
-    """, body="[[mla-model]]\n")
+    """,
+        body="[[mla-model]]\n",
+    )
     flop(kb, HIT_BYTES, body="[[gqa-model]] [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]\n")
     assert kb.check().exit_code == 0
-    kb.record("models", "gqa-model", "model", """
+    kb.record(
+        "models",
+        "gqa-model",
+        "model",
+        """
         architecture: dense
         attention: gqa
         num_layers: 32
@@ -142,96 +183,146 @@ def test_gqa_formula_by_attention_kind(kb):
         head_dim: 128
         kv_dtype_size: 2 B
         kv_bytes_per_token: 65536 B/token
-    """, body="[[mla-model]]\n")
+    """,
+        body="[[mla-model]]\n",
+    )
     found = kb.check().find("KB500")
-    assert found == ["records/models/gqa-model.md:15:1: error KB500 kv_bytes_per_token: stated 65,536 B/token but "
-                     "2 * num_layers * num_kv_heads * head_dim * kv_dtype_size / '1 token' = 2 × 32 × 8 × 128 × 2 B ÷ 1 token "
-                     "= 131,072 B/token; the stated figure is half the recomputed one (tolerance 0.1%)"]
+    assert found == [
+        "records/models/gqa-model.md:15:1: error KB500 kv_bytes_per_token: stated 65,536 B/token but "
+        "2 * num_layers * num_kv_heads * head_dim * kv_dtype_size / '1 token' = 2 × 32 × 8 × 128 × 2 B ÷ 1 token "
+        "= 131,072 B/token; the stated figure is half the recomputed one (tolerance 0.1%)"
+    ]
 
 
 def test_bandwidth_written_without_per_second(kb):
     base(kb)
-    path = kb.record("accelerators", "gpu-b", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB\n", body="[[gpu-a]]\n")
+    path = kb.record(
+        "accelerators", "gpu-b", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB\n", body="[[gpu-a]]\n"
+    )
     kb.record("flops", "f", "flop", "class: kv_transfer\nbound_by: memory\naffected_by_hardware: [gpu-b]\n")
     result = kb.check()
     assert result.exit_code == 1
-    assert result.find("KB402") == [f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB402 "
-                                    "memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"]
+    assert result.find("KB402") == [
+        f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB402 "
+        "memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"
+    ]
 
 
 def test_unit_errors_at_their_lines(kb):
     kb.source()
-    path = kb.record("accelerators", "gpu-b", "accelerator", """
+    path = kb.record(
+        "accelerators",
+        "gpu-b",
+        "accelerator",
+        """
         vendor: V
         memory_capacity: lots
         memory_bandwidth: 4.8 TBps
         tdp: 1e308 W
         l2_cache: {value: 50 MB, basis: measured}
-    """)
+    """,
+    )
     result = kb.check()
-    assert f"records/accelerators/gpu-b.md:{value_at(path, 'memory_capacity')}: error KB400 memory_capacity: 'lots' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'" in result.lines
-    assert result.find("KB401")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB401 memory_bandwidth: unknown unit 'TBps'")
+    assert (
+        f"records/accelerators/gpu-b.md:{value_at(path, 'memory_capacity')}: error KB400 memory_capacity: 'lots' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'"
+        in result.lines
+    )
+    assert result.find("KB401")[0].startswith(
+        f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB401 memory_bandwidth: unknown unit 'TBps'"
+    )
     assert result.find("KB403")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'tdp')}: error KB403")
     assert not [l for l in result.lines if "l2_cache" in l]
 
 
 def test_long_form_quantity_error_points_at_its_value(kb):
     kb.source()
-    path = kb.record("accelerators", "gpu-b", "accelerator", """
+    path = kb.record(
+        "accelerators",
+        "gpu-b",
+        "accelerator",
+        """
         vendor: V
         memory_bandwidth:
           basis: vendor-spec
           value: 4.8 TBps
-    """)
+    """,
+    )
     result = kb.check()
-    assert result.find("KB401")[0].startswith(f"records/accelerators/gpu-b.md:{value_at(path, 'value')}: error KB401"), result.out
+    assert result.find("KB401")[0].startswith(
+        f"records/accelerators/gpu-b.md:{value_at(path, 'value')}: error KB401"
+    ), result.out
 
 
 def test_information_is_a_real_dimension(kb):
     base(kb)
-    path = flop(kb, """
+    path = flop(
+        kb,
+        """
         costs:
           nonsense:
             formula: "'1 GB' + 5"
             unit: GB
-    """)
-    assert kb.check().find("KB503") == [f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB503 costs.nonsense: "
-                                        "cannot add GB (information) and a plain number"]
+    """,
+    )
+    assert kb.check().find("KB503") == [
+        f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB503 costs.nonsense: "
+        "cannot add GB (information) and a plain number"
+    ]
 
 
 def test_adding_bytes_to_bandwidth(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES + """
+    path = flop(
+        kb,
+        HIT_BYTES
+        + """
       wrong:
         formula: hit_path_bytes + model.kv_bytes_per_token * prefix_tokens / '1 s'
         unit: GB
-    """)
+    """,
+    )
     found = kb.check().find("KB503")
-    assert found == [f"records/flops/hit.md:{line_of(path, 'formula: hit_path_bytes +')}:5: error KB503 costs.wrong: "
-                     "cannot add GB (information) and B/s (information per time)"]
+    assert found == [
+        f"records/flops/hit.md:{line_of(path, 'formula: hit_path_bytes +')}:5: error KB503 costs.wrong: "
+        "cannot add GB (information) and B/s (information per time)"
+    ]
 
 
 def test_result_of_wrong_dimension(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES + """
+    path = flop(
+        kb,
+        HIT_BYTES
+        + """
       time:
         formula: hit_path_bytes / model.kv_bytes_per_token
         unit: ms
-    """)
+    """,
+    )
     found = kb.check().find("KB504")
-    assert len(found) == 1 and found[0].startswith(f"records/flops/hit.md:{line_of(path, 'unit: ms')}:5: error KB504 costs.time: ")
+    assert len(found) == 1 and found[0].startswith(
+        f"records/flops/hit.md:{line_of(path, 'unit: ms')}:5: error KB504 costs.time: "
+    )
     assert "gives token" in found[0] and "its unit is ms (time)" in found[0]
 
 
 def test_cycle_between_two_records_costs(kb):
     base(kb)
-    flop(kb, """
+    flop(
+        kb,
+        """
         costs:
           a:
             formula: other.b * 2
             unit: GB
-    """, inputs="inputs:\n  other: flops/other\n")
-    kb.record("flops", "other", "flop", """
+    """,
+        inputs="inputs:\n  other: flops/other\n",
+    )
+    kb.record(
+        "flops",
+        "other",
+        "flop",
+        """
         class: kv_transfer
         bound_by: storage
         inputs:
@@ -240,101 +331,138 @@ def test_cycle_between_two_records_costs(kb):
           b:
             formula: back.a / 2
             unit: GB
-    """, body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] [[mla-model]]\n")
+    """,
+        body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] [[mla-model]]\n",
+    )
     result = kb.check()
     assert result.exit_code == 1
     cycles = result.find("KB506")
     assert len(cycles) == 1
     # records are evaluated in path order, so the cycle is found from flops/hit and reported there
     hit = kb.root / "records/flops/hit.md"
-    assert cycles == [f"records/flops/hit.md:{line_of(hit, 'formula: other.b')}:5: error KB506 costs.a: "
-                      "cycle flops/hit.costs.a → flops/other.costs.b → flops/hit.costs.a"]
+    assert cycles == [
+        f"records/flops/hit.md:{line_of(hit, 'formula: other.b')}:5: error KB506 costs.a: "
+        "cycle flops/hit.costs.a → flops/other.costs.b → flops/hit.costs.a"
+    ]
 
 
 def test_import_in_formula_is_rejected_and_nothing_runs(kb, tmp_path):
     base(kb)
     marker = tmp_path / "pwned"
-    path = flop(kb, f"""
+    path = flop(
+        kb,
+        f"""
         costs:
           evil:
             formula: "__import__('os').system('touch {marker}')"
             unit: GB
-    """)
+    """,
+    )
     result = kb.check()
     assert result.exit_code == 1
-    assert result.find("KB501") == [f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB501 costs.evil: "
-                                    "function '__import__('os').system' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, "
-                                    "or a function a record's type declares, called as record.name(...))"]
+    assert result.find("KB501") == [
+        f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB501 costs.evil: "
+        "function '__import__('os').system' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, "
+        "or a function a record's type declares, called as record.name(...))"
+    ]
     assert not marker.exists()
 
 
 def test_huge_power_fails_fast(kb):
     base(kb)
-    path = flop(kb, """
+    path = flop(
+        kb,
+        """
         costs:
           huge:
             formula: 10 ** 10 ** 10
             unit: GB
-    """)
+    """,
+    )
     start = time.monotonic()
     result = kb.check()
     assert time.monotonic() - start < 10
-    assert result.find("KB507") == [f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB507 costs.huge: "
-                                    "an exponent must be a number literal between -64 and 64"]
+    assert result.find("KB507") == [
+        f"records/flops/hit.md:{line_of(path, 'formula:')}:5: error KB507 costs.huge: "
+        "an exponent must be a number literal between -64 and 64"
+    ]
 
 
 def test_division_by_zero_and_missing_input(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES + """
+    path = flop(
+        kb,
+        HIT_BYTES
+        + """
       zero:
         formula: hit_path_bytes / empty
         unit: s
       missing:
         formula: hit_path_bytes / prefix_len
         unit: GB
-    """, inputs="""
+    """,
+        inputs="""
         inputs:
           model: models/mla-model
           prefix_tokens: 32000 token
           empty: 0 GB/s
-    """)
+    """,
+    )
     result = kb.check()
-    assert result.find("KB505") == [f"records/flops/hit.md:{line_of(path, 'hit_path_bytes / empty')}:5: error KB505 costs.zero: division by zero: empty is 0"]
-    assert result.find("KB502") == [f"records/flops/hit.md:{line_of(path, 'prefix_len')}:5: error KB502 costs.missing: "
-                                    "'prefix_len' is not an input, a cost or a field of flops/hit"]
+    assert result.find("KB505") == [
+        f"records/flops/hit.md:{line_of(path, 'hit_path_bytes / empty')}:5: error KB505 costs.zero: division by zero: empty is 0"
+    ]
+    assert result.find("KB502") == [
+        f"records/flops/hit.md:{line_of(path, 'prefix_len')}:5: error KB502 costs.missing: "
+        "'prefix_len' is not an input, a cost or a field of flops/hit"
+    ]
 
 
 def test_for_each_over_something_that_is_not_a_list(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES + """
+    path = flop(
+        kb,
+        HIT_BYTES
+        + """
       rows:
         for_each: {tier: prefix_tokens}
         formula: hit_path_bytes / tier.bandwidth
         unit: ms
-    """)
-    assert kb.check().find("KB508") == [f"records/flops/hit.md:{line_of(path, 'for_each')}:5: error KB508 costs.rows.for_each: "
-                                        "'prefix_tokens' is not a list of record references"]
+    """,
+    )
+    assert kb.check().find("KB508") == [
+        f"records/flops/hit.md:{line_of(path, 'for_each')}:5: error KB508 costs.rows.for_each: "
+        "'prefix_tokens' is not a list of record references"
+    ]
 
 
 def test_only_the_root_cause_is_reported(kb):
     base(kb)
-    flop(kb, HIT_BYTES.replace("model.kv_bytes_per_token * prefix_tokens", "model.kv_bytes_per_token * prefix_tokens * nope") + """
+    flop(
+        kb,
+        HIT_BYTES.replace("model.kv_bytes_per_token * prefix_tokens", "model.kv_bytes_per_token * prefix_tokens * nope")
+        + """
       time:
         formula: hit_path_bytes / '1 GB/s'
         unit: s
-    """)
+    """,
+    )
     result = kb.check()
     assert [c for c in result.codes() if c != "KB306"] == ["KB502"]
 
 
 def test_inline_values_checked_at_body_line(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES, body="""
+    path = flop(
+        kb,
+        HIT_BYTES,
+        body="""
         Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]
 
         A hit reads {{ hit_path_bytes | GB }} and {{ models/mla-model.kv_bytes_per_token }} per token.
         Wrong unit {{ hit_path_bytes | ms }}; unknown {{ nothing }}; `{{ in code }}` is prose.
-    """)
+    """,
+    )
     result = kb.check()
     line = line_of(path, "Wrong unit")
     assert result.find("KB509") == [
@@ -346,7 +474,11 @@ def test_inline_values_checked_at_body_line(kb):
 def test_hardware_parameter_tables(kb):
     base(kb)
     kb.record("accelerators", "gpu-b", "accelerator", "vendor: V\n")
-    path = kb.record("flops", "f", "flop", """
+    path = kb.record(
+        "flops",
+        "f",
+        "flop",
+        """
         class: decode_attention
         bound_by: memory
         hardware_parameters:
@@ -354,17 +486,25 @@ def test_hardware_parameter_tables(kb):
             effect: sets the time to read the KV
             values_for: [gpu-a, gpu-b]
             basis: recorded
-    """, body="[[dram-a]] [[s3-a]] [[link-a]] [[mla-model]]\n")
+    """,
+        body="[[dram-a]] [[s3-a]] [[link-a]] [[mla-model]]\n",
+    )
     result = kb.check()
     assert result.exit_code == 0
-    assert result.find("KB511") == [f"records/flops/f.md:{line_of(path, 'values_for')}:25: warning KB511 "
-                                    "hardware_parameters[0]: accelerators/gpu-b has no memory_bandwidth"]
+    assert result.find("KB511") == [
+        f"records/flops/f.md:{line_of(path, 'values_for')}:25: warning KB511 "
+        "hardware_parameters[0]: accelerators/gpu-b has no memory_bandwidth"
+    ]
 
 
 def test_carried_by_must_name_a_quantity_field(kb):
     kb.source()
-    path = kb.record("hardware-parameters", "bad", "hardware_parameter",
-                     "dimension: GB/s\ncarried_by: {accelerator: memory_capacity, engine: license, gadget: x}\n")
+    path = kb.record(
+        "hardware-parameters",
+        "bad",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_capacity, engine: license, gadget: x}\n",
+    )
     found = kb.check().find("KB510")
     line = line_of(path, "carried_by")
     assert found == [
@@ -398,9 +538,13 @@ def test_explain_unknown_target_exits_1(kb):
 
 def test_repository_seed_explains_its_hit_path_bytes():
     import subprocess
-    proc = subprocess.run([KB_SCRIPT, "explain",
-                           "flops/eng-profile-kv-tiering-moves-flops-to-bytes.hit_path_bytes"],
-                          cwd=REPO, capture_output=True, text=True)
+
+    proc = subprocess.run(
+        [KB_SCRIPT, "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.hit_path_bytes"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "= (61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token" in proc.stdout
     assert "≈ 2.249 GB" in proc.stdout
@@ -409,38 +553,51 @@ def test_repository_seed_explains_its_hit_path_bytes():
 
 def test_dangling_input_reference_is_reported_once(kb):
     base(kb)
-    flop(kb, HIT_BYTES, inputs="""
+    flop(
+        kb,
+        HIT_BYTES,
+        inputs="""
         inputs:
           model: models/nope
           prefix_tokens: 32000 token
-    """)
+    """,
+    )
     result = kb.check()
     assert [c for c in result.codes() if c.startswith("KB") and c not in ("KB306",)] == ["KB300"]
 
 
 def test_inline_table_row(kb):
     base(kb)
-    path = flop(kb, HIT_BYTES + """
+    path = flop(
+        kb,
+        HIT_BYTES
+        + """
       hit_path_time:
         for_each: {tier: tiers}
         formula: hit_path_bytes / tier.bandwidth
         unit: ms
-    """, inputs="""
+    """,
+        inputs="""
         inputs:
           model: models/mla-model
           prefix_tokens: 32000 token
           tiers: [storage-tiers/dram-a, storage-tiers/s3-a]
-    """, body="""
+    """,
+        body="""
         Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]
 
         DRAM {{ hit_path_time[storage-tiers/dram-a] }}, S3 {{ hit_path_time[s3-a] | s }}, GPU {{ hit_path_time[gpu-a] }}.
-    """)
+    """,
+    )
     result = kb.check()
     line = line_of(path, "DRAM {{")
-    assert result.find("KB509") == [f"records/flops/hit.md:{line}:87: error KB509 inline value {{{{ hit_path_time[gpu-a] }}}}: "
-                                    "'hit_path_time' has no row for 'gpu-a' (rows: storage-tiers/dram-a, storage-tiers/s3-a)"]
+    assert result.find("KB509") == [
+        f"records/flops/hit.md:{line}:87: error KB509 inline value {{{{ hit_path_time[gpu-a] }}}}: "
+        "'hit_path_time' has no row for 'gpu-a' (rows: storage-tiers/dram-a, storage-tiers/s3-a)"
+    ]
     from kbtools.model import Settings
     from kbtools.pipeline import check_corpus
+
     inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
     assert [v.rendered for v in inline] == ["35.69 ms", "24.99 s", None]
 
@@ -449,47 +606,64 @@ def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
     """The seed's own arithmetic error, replayed on the real corpus: kb check must refuse it."""
     import shutil
     import subprocess
+
     root = tmp_path / "kb"
     shutil.copytree(REPO / "schema", root / "schema")
     shutil.copytree(REPO / "records", root / "records")
     seed = root / "records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md"
     text = seed.read_text()
     assert "formula: model.kv_bytes(prefix_tokens)" in text
-    seed.write_text(text.replace("formula: model.kv_bytes(prefix_tokens)",
-                                 "formula: 2 * model.kv_bytes(prefix_tokens)"))
+    seed.write_text(
+        text.replace("formula: model.kv_bytes(prefix_tokens)", "formula: 2 * model.kv_bytes(prefix_tokens)")
+    )
     proc = subprocess.run([KB_SCRIPT, "--root", str(root), "check"], capture_output=True, text=True)
     assert proc.returncode == 1
     errors = [l for l in proc.stdout.splitlines() if " error " in l]
     line = next(i for i, l in enumerate(seed.read_text().splitlines(), 1) if "stated: 2.25 GB" in l)
-    assert errors == [f"records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md:{line}:5: error KB500 costs.hit_path_bytes: "
-                      "stated 2.25 GB but 2 * model.kv_bytes(prefix_tokens) = "
-                      "2 × ((61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token) = 4.497 GB; "
-                      "the stated figure is half the recomputed one (tolerance 1%)"]
+    assert errors == [
+        f"records/flops/eng-profile-kv-tiering-moves-flops-to-bytes.md:{line}:5: error KB500 costs.hit_path_bytes: "
+        "stated 2.25 GB but 2 * model.kv_bytes(prefix_tokens) = "
+        "2 × ((61 × (512 + 64) × 2 B ÷ 1 token) × 32,000 token) = 4.497 GB; "
+        "the stated figure is half the recomputed one (tolerance 1%)"
+    ]
 
 
 def test_inline_arithmetic_over_qualified_fields(kb):
     base(kb)
-    flop(kb, HIT_BYTES, body="""
+    flop(
+        kb,
+        HIT_BYTES,
+        body="""
         Links [[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]]
 
         8K tokens: {{ models/mla-model.kv_bytes_per_token * '8192 token' | MB }}; bad {{ models/none.kv_bytes_per_token * 2 }}.
-    """)
+    """,
+    )
     result = kb.check()
     assert [l.split(" error ")[1] for l in result.find("KB509")] == [
-        "KB509 inline value {{ models/none.kv_bytes_per_token * 2 }}: no record 'models/none'"]
+        "KB509 inline value {{ models/none.kv_bytes_per_token * 2 }}: no record 'models/none'"
+    ]
     from kbtools.model import Settings
     from kbtools.pipeline import check_corpus
+
     inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
     assert [v.rendered for v in inline] == ["575.7 MB", None]
 
 
-@pytest.mark.parametrize("stated, computed, words", [
-    (0, 2.25, "the stated figure is 0"), (2.25, 0, "the recomputed figure is 0"),
-    (4.5, 2.25, "the stated figure is twice the recomputed one"), (1.125, 2.25, "the stated figure is half the recomputed one"),
-    (2.2, 2.25, "the stated figure is 0.978× the recomputed one"), (8100, 2.25, "the stated figure is 3,600× the recomputed one"),
-])
+@pytest.mark.parametrize(
+    "stated, computed, words",
+    [
+        (0, 2.25, "the stated figure is 0"),
+        (2.25, 0, "the recomputed figure is 0"),
+        (4.5, 2.25, "the stated figure is twice the recomputed one"),
+        (1.125, 2.25, "the stated figure is half the recomputed one"),
+        (2.2, 2.25, "the stated figure is 0.978× the recomputed one"),
+        (8100, 2.25, "the stated figure is 3,600× the recomputed one"),
+    ],
+)
 def test_how_far_a_stated_figure_is_from_its_recomputation(stated, computed, words):
     from kbtools.compute import how_far
+
     assert how_far(stated, computed) == words
 
 

@@ -1,5 +1,6 @@
 """Rules of provenance as schema data (x-kb-constraints): each rule has its own code and severity,
 is checked by the registry's shape rules, and holds across records (a figure and the source it cites)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,12 @@ from conftest import REPO
 
 
 def source(kb, id_, origin, url=None):
-    return kb.record("sources", id_, "source",
-                     f"kind: docs\norigin: {origin}\npublisher: P\nurl: {url or 'https://example.org/' + id_}\n")
+    return kb.record(
+        "sources",
+        id_,
+        "source",
+        f"kind: docs\norigin: {origin}\npublisher: P\nurl: {url or 'https://example.org/' + id_}\n",
+    )
 
 
 def gpu(kb, entry, sources="[press]"):
@@ -25,9 +30,11 @@ def test_a_vendor_spec_figure_resting_on_the_press_breaks_the_envelope_rule(kb):
     path = gpu(kb, "  value: 3.35 TB/s\n  basis: vendor-spec\n  source: press\n")
     found = kb.check().find("KB561")
     line = path.read_text().splitlines().index("memory_bandwidth:") + 1
-    assert found == [f"records/accelerators/gpu-x.md:{line}:1: error KB561 memory_bandwidth: a figure whose basis is "
-                     "vendor-spec cites a first-party document: the maker's datasheet, docs, repository or own benchmark "
-                     "submission (press: origin is 'secondary', not 'first-party')"]
+    assert found == [
+        f"records/accelerators/gpu-x.md:{line}:1: error KB561 memory_bandwidth: a figure whose basis is "
+        "vendor-spec cites a first-party document: the maker's datasheet, docs, repository or own benchmark "
+        "submission (press: origin is 'secondary', not 'first-party')"
+    ]
 
 
 def test_the_same_figure_citing_the_makers_document_passes(kb):
@@ -44,10 +51,20 @@ def test_a_record_level_basis_and_sources_are_what_a_short_figure_cites(kb):
     source(kb, "press", "secondary")
     source(kb, "maker", "first-party")
     source(kb, "lab", "independent")
-    kb.record("accelerators", "gpu-y", "accelerator", "vendor: V\nbasis: vendor-spec\nmemory_bandwidth: 3.35 TB/s\n",
-              sources="[press]")
-    kb.record("accelerators", "gpu-z", "accelerator", "vendor: V\nbasis: vendor-spec\nmemory_bandwidth: 3.35 TB/s\n",
-              sources="[press, maker]")
+    kb.record(
+        "accelerators",
+        "gpu-y",
+        "accelerator",
+        "vendor: V\nbasis: vendor-spec\nmemory_bandwidth: 3.35 TB/s\n",
+        sources="[press]",
+    )
+    kb.record(
+        "accelerators",
+        "gpu-z",
+        "accelerator",
+        "vendor: V\nbasis: vendor-spec\nmemory_bandwidth: 3.35 TB/s\n",
+        sources="[press, maker]",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[gpu-y]] [[gpu-z]] [[lab]]\n")
     found = kb.check().find("KB561")
     assert len(found) == 1 and found[0].startswith("records/accelerators/gpu-y.md:")
@@ -65,22 +82,43 @@ def test_a_vendor_claim_citing_an_independent_measurement_is_an_error(kb):
 def test_a_claim_naming_a_source_the_record_does_not_list(kb):
     source(kb, "press", "secondary")
     source(kb, "maker", "first-party")
-    kb.record("accelerators", "gpu-x", "accelerator",
-              "vendor: V\nclaims:\n  - claim: 2x faster\n    source: maker\n    basis: vendor-spec\n"
-              "  - claim: 3x faster\n    source: press\n    basis: secondary\n", sources="[press]")
+    kb.record(
+        "accelerators",
+        "gpu-x",
+        "accelerator",
+        "vendor: V\nclaims:\n  - claim: 2x faster\n    source: maker\n    basis: vendor-spec\n"
+        "  - claim: 3x faster\n    source: press\n    basis: secondary\n",
+        sources="[press]",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[gpu-x]] [[maker]]\n")
     found = kb.check().find("KB563")
-    assert len(found) == 1 and "claims[0]: a claim names its source, and the record lists that source among its sources" \
-        " (source 'maker' is not among the record's sources)" in found[0]
+    assert (
+        len(found) == 1
+        and "claims[0]: a claim names its source, and the record lists that source among its sources"
+        " (source 'maker' is not among the record's sources)"
+        in found[0]
+    )
 
 
 def test_an_engine_without_its_repository_among_its_sources_is_a_warning(kb):
     source(kb, "blog", "secondary")
     source(kb, "readme", "first-party", url="https://github.com/org/eng/blob/abc123/README.md")
-    kb.record("engines", "eng", "engine", "kind: serving-engine\nrepo: https://github.com/org/eng\n", sources="[blog]",
-              body="[[readme]]\n")
-    kb.record("engines", "eng2", "engine", "kind: serving-engine\nrepo: https://github.com/org/eng\n",
-              sources="[blog, readme]", body="[[eng]]\n")
+    kb.record(
+        "engines",
+        "eng",
+        "engine",
+        "kind: serving-engine\nrepo: https://github.com/org/eng\n",
+        sources="[blog]",
+        body="[[readme]]\n",
+    )
+    kb.record(
+        "engines",
+        "eng2",
+        "engine",
+        "kind: serving-engine\nrepo: https://github.com/org/eng\n",
+        sources="[blog, readme]",
+        body="[[eng]]\n",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[eng2]]\n", sources="[blog]")
     result = kb.check()
     found = result.find("KB564")
@@ -92,9 +130,16 @@ def test_a_rule_of_a_new_type_needs_no_python(kb):
     """A constraint a user adds to a schema fires with the code and severity the schema gives it."""
     path = kb.root / "schema" / "engine.schema.json"
     schema = json.loads(path.read_text())
-    schema["x-kb-constraints"] = [{"code": "XY100", "severity": "error", "each": "record",
-                                   "when": {"kind": "orchestrator"}, "require": {"docs_url": {"present": True}},
-                                   "message": "an orchestrator links its docs"}]
+    schema["x-kb-constraints"] = [
+        {
+            "code": "XY100",
+            "severity": "error",
+            "each": "record",
+            "when": {"kind": "orchestrator"},
+            "require": {"docs_url": {"present": True}},
+            "message": "an orchestrator links its docs",
+        }
+    ]
     path.write_text(json.dumps(schema))
     kb.source()
     kb.record("engines", "orc", "engine", "kind: orchestrator\n", body="[[src-a]]\n")
@@ -108,8 +153,9 @@ def test_a_rule_of_a_new_type_needs_no_python(kb):
 def test_a_malformed_rule_is_a_schema_error(kb):
     path = kb.root / "schema" / "engine.schema.json"
     schema = json.loads(path.read_text())
-    schema["x-kb-constraints"] = [{"code": "nope", "severity": "fatal", "each": "record", "require": {"x": {"like": 1}},
-                                   "message": "m"}]
+    schema["x-kb-constraints"] = [
+        {"code": "nope", "severity": "fatal", "each": "record", "require": {"x": {"like": 1}}, "message": "m"}
+    ]
     path.write_text(json.dumps(schema))
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")

@@ -1,5 +1,6 @@
 """The cost model: both recompute terms, per-node reads, computed verdicts, money in units that
 cannot drop the 3,600 between hours and seconds, and sources that say where they are."""
+
 from __future__ import annotations
 
 import textwrap
@@ -43,26 +44,39 @@ def test_causal_attention_flops_for_mla_and_gqa(kb):
     kb.record("models", "gqa", "model", LLAMA_70B_SHAPE, body="[[mla]]\n")
     assert kb.check().exit_code == 0
     # 61 layers x 128 heads x (128 + 64 + 128): d_qk = nope + rope differs from d_v
-    assert explain(kb, "models/mla.causal_attention_flops").startswith("models/mla.causal_attention_flops = 2,498,560 FLOP/token^2")
+    assert explain(kb, "models/mla.causal_attention_flops").startswith(
+        "models/mla.causal_attention_flops = 2,498,560 FLOP/token^2"
+    )
     # 80 x 64 query heads x 2 x 128: the query heads count, not the 8 KV heads
-    assert explain(kb, "models/gqa.causal_attention_flops").startswith("models/gqa.causal_attention_flops = 1,310,720 FLOP/token^2")
+    assert explain(kb, "models/gqa.causal_attention_flops").startswith(
+        "models/gqa.causal_attention_flops = 1,310,720 FLOP/token^2"
+    )
     assert "= 1" in explain(kb, "models/mla.kv_replicated_under_tp").splitlines()[0]
     assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")
 
 
 def test_the_seed_prices_both_terms_and_the_attention_term_is_the_larger(kb):
     """The review's E1: at 32,000 tokens DeepSeek-V3's attention term (2.56 PFLOP) exceeds the linear one."""
-    result = kb.run("--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention")
+    result = kb.run(
+        "--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention"
+    )
     assert result.exit_code == 0, result.err
-    assert result.out.startswith("flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention = 2.559 PFLOP")
-    total = kb.run("--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference")
+    assert result.out.startswith(
+        "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_flops_attention = 2.559 PFLOP"
+    )
+    total = kb.run(
+        "--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference"
+    )
     assert total.out.startswith("flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference = 311.2 ms")
 
 
 def test_a_verdict_is_worded_from_its_ratio(kb):
     base(kb)
     from test_compute import flop
-    flop(kb, """
+
+    flop(
+        kb,
+        """
         costs:
           a:
             formula: "'2 s'"
@@ -73,7 +87,9 @@ def test_a_verdict_is_worded_from_its_ratio(kb):
           a_over_b:
             formula: a / b
             unit: '1'
-    """, body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] A is {{ a_over_b | verdict }}; B is {{ b / a | verdict }}; bad {{ a | verdict }}\n")
+    """,
+        body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] A is {{ a_over_b | verdict }}; B is {{ b / a | verdict }}; bad {{ a | verdict }}\n",
+    )
     result = kb.check()
     assert result.find("KB512") and "is time, not a ratio" in result.find("KB512")[0], result.out
     shutil_theme(kb)
@@ -84,6 +100,7 @@ def test_a_verdict_is_worded_from_its_ratio(kb):
 
 def shutil_theme(kb):
     import shutil
+
     shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
     shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
 
@@ -91,9 +108,16 @@ def shutil_theme(kb):
 def test_a_source_without_a_url_says_why(kb):
     kb.source()
     kb.record("sources", "nowhere", "source", "kind: docs\npublisher: P\n")
-    kb.record("sources", "print-only", "source", "kind: paper\npublisher: P\nno_url: a conference handout, not published online\n")
+    kb.record(
+        "sources",
+        "print-only",
+        "source",
+        "kind: paper\npublisher: P\nno_url: a conference handout, not published online\n",
+    )
     kb.record("sources", "online", "source", "kind: docs\npublisher: P\nurl: https://example.org/doc\n")
-    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[nowhere]] [[print-only]] [[online]]\n")
+    kb.record(
+        "engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[nowhere]] [[print-only]] [[online]]\n"
+    )
     result = kb.check()
     assert [l.split(":")[0] for l in result.find("KB308")] == ["records/sources/nowhere.md"], result.out
 
@@ -112,7 +136,11 @@ PRICE = """
 def money(kb, cost: str, price: str = PRICE) -> None:
     base(kb)
     kb.record("prices", "gpu-a-hour", "price", price, body="[[gpu-a]]\n")
-    kb.record("measurements", "tput", "measurement", textwrap.dedent("""
+    kb.record(
+        "measurements",
+        "tput",
+        "measurement",
+        textwrap.dedent("""
         metric: output tokens per second of the node
         value: 8000 token/s
         throughput_kind: output
@@ -122,36 +150,50 @@ def money(kb, cost: str, price: str = PRICE) -> None:
         inputs:
           price: prices/gpu-a-hour
         costs:
-    """).lstrip("\n") + textwrap.indent(textwrap.dedent(cost).lstrip("\n"), "  "),
-        body="[[gpu-a-hour]] [[hit]]\n")
+    """).lstrip("\n")
+        + textwrap.indent(textwrap.dedent(cost).lstrip("\n"), "  "),
+        body="[[gpu-a-hour]] [[hit]]\n",
+    )
     from test_compute import flop
-    flop(kb, "costs:\n  x:\n    formula: model.kv_bytes_per_token\n    unit: B/token\n",
-         body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] [[tput]]\n")
+
+    flop(
+        kb,
+        "costs:\n  x:\n    formula: model.kv_bytes_per_token\n    unit: B/token\n",
+        body="[[gpu-a]] [[dram-a]] [[s3-a]] [[transfer-bandwidth]] [[link-a]] [[tput]]\n",
+    )
 
 
 def test_usd_per_million_tokens_turns_hours_into_seconds(kb):
     """$10/GPU-hour at 1,000 token/s per GPU is 10 / 3,600,000 per token: $2.778 per million."""
-    money(kb, """
+    money(
+        kb,
+        """
         usd_per_mtoken:
           formula: price.per_accelerator_hour / throughput_per_accelerator
           unit: USD/Mtoken
           stated: 2.778 USD/Mtoken
-    """)
+    """,
+    )
     result = kb.check()
     assert [l for l in result.lines if " error " in l] == [], result.out
-    assert explain(kb, "measurements/tput.usd_per_mtoken").startswith("measurements/tput.usd_per_mtoken = 2.778 USD/Mtoken")
+    assert explain(kb, "measurements/tput.usd_per_mtoken").startswith(
+        "measurements/tput.usd_per_mtoken = 2.778 USD/Mtoken"
+    )
 
 
 def test_the_3600x_formula_is_caught(kb):
     """The knowledge base this format descends from computed USD/GPU-hour ÷ token/s × 10^6 and called it
     USD per million tokens, never turning the hour into seconds: 3,600 times too much. Stated that way,
     kb recomputes the figure with its units and reports the factor."""
-    money(kb, """
+    money(
+        kb,
+        """
         usd_per_mtoken:
           formula: price.per_accelerator_hour / throughput_per_accelerator
           unit: USD/Mtoken
           stated: 10000 USD/Mtoken
-    """)
+    """,
+    )
     result = kb.check()
     found = result.find("KB500")
     assert found and "the stated figure is 3,600× the recomputed one" in found[0], result.out
@@ -160,19 +202,30 @@ def test_the_3600x_formula_is_caught(kb):
 def test_the_3600x_formula_written_without_units_is_a_dimension_error(kb):
     """Written as the descended KB wrote it, with the hour dropped from the price, the result is not money
     per token at all: kb says so (KB504) instead of printing a number."""
-    money(kb, """
+    money(
+        kb,
+        """
         usd_per_mtoken:
           formula: price.per_accelerator_hour * '1 h' / throughput_per_accelerator * 1000000
           unit: USD/Mtoken
-    """)
+    """,
+    )
     result = kb.check()
     assert any("gives currency time" in l for l in result.find("KB504")), result.out
 
 
 def test_an_instance_price_and_its_per_accelerator_figure_are_checked(kb):
-    money(kb, "x:\n  formula: price.per_accelerator_hour\n  unit: USD/h\n", price=PRICE + "    per_accelerator_hour: 12 USD/h\n")
+    money(
+        kb,
+        "x:\n  formula: price.per_accelerator_hour\n  unit: USD/h\n",
+        price=PRICE + "    per_accelerator_hour: 12 USD/h\n",
+    )
     result = kb.check()
-    assert any("per_accelerator_hour: stated 12 USD/h but instance_price / accelerators_per_instance = 80 USD/h ÷ 8 = 10 USD/h" in l for l in result.find("KB500")), result.out
+    assert any(
+        "per_accelerator_hour: stated 12 USD/h but instance_price / accelerators_per_instance = 80 USD/h ÷ 8 = 10 USD/h"
+        in l
+        for l in result.find("KB500")
+    ), result.out
 
 
 def test_a_measurement_above_its_ceiling_is_kb520_unless_contested(kb):
@@ -185,19 +238,24 @@ def test_a_measurement_above_its_ceiling_is_kb520_unless_contested(kb):
     money(kb, cost)
     result = kb.check()
     found = result.find("KB520")
-    assert found and found[0].startswith("records/measurements/tput.md:") and "= 2 exceeds its bound 1" in found[0], result.out
+    assert found and found[0].startswith("records/measurements/tput.md:") and "= 2 exceeds its bound 1" in found[0], (
+        result.out
+    )
     path = kb.root / "records/measurements/tput.md"
     path.write_text(path.read_text().replace("status: draft", "status: contested"))
     assert not kb.check().find("KB520")
 
 
 def test_a_bound_below_is_kb520(kb):
-    money(kb, """
+    money(
+        kb,
+        """
         per_gpu:
           formula: throughput_per_accelerator
           unit: token/s
           at_least: 2000 token/s
-    """)
+    """,
+    )
     assert "falls below its bound 2,000 token/s" in kb.check().find("KB520")[0]
 
 
@@ -220,7 +278,9 @@ COMPETING = """
 def competing(kb, other="7.7 TB/s", rank="normal", status="draft"):
     kb.source()
     kb.source("src-b")
-    path = kb.record("accelerators", "gpu-c", "accelerator", COMPETING.format(other=other, rank=rank), body="[[src-b]]\n")
+    path = kb.record(
+        "accelerators", "gpu-c", "accelerator", COMPETING.format(other=other, rank=rank), body="[[src-b]]\n"
+    )
     path.write_text(path.read_text().replace("status: draft", f"status: {status}"))
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[gpu-c]]\n")
     return path
@@ -231,13 +291,19 @@ def test_competing_values_that_disagree_make_the_record_contested(kb):
     result = kb.check()
     found = result.find("KB530")
     assert found and "7.7 TB/s (src-b) disagrees with the preferred 8 TB/s (src-a)" in found[0], result.out
-    assert found[0].startswith(f"records/accelerators/gpu-c.md:{path.read_text().splitlines().index('  - value: 7.7 TB/s') + 1}:")
+    assert found[0].startswith(
+        f"records/accelerators/gpu-c.md:{path.read_text().splitlines().index('  - value: 7.7 TB/s') + 1}:"
+    )
     path.write_text(path.read_text().replace("status: draft", "status: contested"))
     assert not kb.check().find("KB530")
     text = explain(kb, "accelerators/gpu-c.memory_bandwidth")
-    assert "range over the normal values: 7,700 GB/s to 8,000 GB/s" in text and "also, ranked normal: 7,700 GB/s" in text
+    assert (
+        "range over the normal values: 7,700 GB/s to 8,000 GB/s" in text and "also, ranked normal: 7,700 GB/s" in text
+    )
     # derived figures use the preferred value
-    assert explain(kb, "accelerators/gpu-c.ridge_point_fp8").startswith("accelerators/gpu-c.ridge_point_fp8 = 562.5 FLOP/B")
+    assert explain(kb, "accelerators/gpu-c.ridge_point_fp8").startswith(
+        "accelerators/gpu-c.ridge_point_fp8 = 562.5 FLOP/B"
+    )
 
 
 def test_figures_resting_on_competing_values_are_ranges(kb):
@@ -245,7 +311,10 @@ def test_figures_resting_on_competing_values_are_ranges(kb):
     explain, prose, the site and the export; a verdict that a competing value turns round says so."""
     competing(kb, status="contested")
     from test_compute import flop
-    flop(kb, """
+
+    flop(
+        kb,
+        """
         costs:
           read:
             formula: "'1 GB' / acc.memory_bandwidth"
@@ -253,10 +322,13 @@ def test_figures_resting_on_competing_values_are_ranges(kb):
           over_budget:
             formula: "read / '0.127 ms'"
             unit: '1'
-    """, inputs="""
+    """,
+        inputs="""
         inputs:
           acc: accelerators/gpu-c
-    """, body="[[src-a]] [[gpu-c]] reads in {{ read }}, {{ read | range }}; it is {{ over_budget | verdict }}.\n")
+    """,
+        body="[[src-a]] [[gpu-c]] reads in {{ read }}, {{ read | range }}; it is {{ over_budget | verdict }}.\n",
+    )
     result = kb.check()
     assert result.exit_code == 0 and "0 errors" in result.out, result.out
     text = explain(kb, "flops/hit.read")
@@ -266,19 +338,27 @@ def test_figures_resting_on_competing_values_are_ranges(kb):
     assert kb.run("build", "--no-search").exit_code == 0
     page = (kb.root / "site/_build/flops/hit.html").read_text()
     assert ">0.125 ms to 0.1299 ms<" in page  # {{ read | range }}
-    assert ">faster (0.984× the time; 0.984× to 1.02× over competing values, so the verdict turns on " \
-           "accelerators/gpu-c.memory_bandwidth)" in page
-    assert "range over competing values: <span class=\"figure\">0.125 ms to 0.1299 ms</span>" in page
+    assert (
+        ">faster (0.984× the time; 0.984× to 1.02× over competing values, so the verdict turns on "
+        "accelerators/gpu-c.memory_bandwidth)" in page
+    )
+    assert 'range over competing values: <span class="figure">0.125 ms to 0.1299 ms</span>' in page
     out = kb.root / "kb.json"
     assert kb.run("export", "--json", str(out)).exit_code == 0
     import json
+
     record = next(r for r in json.loads(out.read_text())["records"] if r["key"] == "flops/hit")
     assert record["values"]["read"]["range"]["low"] == 0.125
     assert round(record["values"]["read"]["range"]["high"], 5) == round(1 / 7.7, 5)
     db_path = kb.root / "kb.sqlite"
     assert kb.run("export", "--sqlite", str(db_path)).exit_code == 0
     import sqlite3
-    rows = sqlite3.connect(db_path).execute("SELECT low, high, unit FROM ranges WHERE key = 'flops/hit' AND value = 'read'").fetchall()
+
+    rows = (
+        sqlite3.connect(db_path)
+        .execute("SELECT low, high, unit FROM ranges WHERE key = 'flops/hit' AND value = 'read'")
+        .fetchall()
+    )
     assert [(low, round(high, 5), unit) for low, high, unit in rows] == [(0.125, round(1 / 7.7, 5), "ms")]
 
 
@@ -304,15 +384,24 @@ def test_prose_quotes_a_row_of_another_records_table(kb):
     """{{ dir/id.cost[dir/id] }}: a figure computed in one record's table, quoted in another's prose."""
     base(kb)
     from test_compute import flop
-    flop(kb, """
+
+    flop(
+        kb,
+        """
         costs:
           t:
             for_each: {tier: tiers}
             formula: "'1 GB' / param(tier, 'transfer-bandwidth')"
             unit: ms
-    """)
-    kb.record("engines", "e", "engine", "kind: serving-engine\n",
-              body="[[src-a]] [[hit]] reads in {{ flops/hit.t[storage-tiers/s3-a] | s }}; bad {{ flops/hit.t[storage-tiers/nope] }}\n")
+    """,
+    )
+    kb.record(
+        "engines",
+        "e",
+        "engine",
+        "kind: serving-engine\n",
+        body="[[src-a]] [[hit]] reads in {{ flops/hit.t[storage-tiers/s3-a] | s }}; bad {{ flops/hit.t[storage-tiers/nope] }}\n",
+    )
     result = kb.check()
     bad = result.find("KB509")
     assert len(bad) == 1 and "'t' has no row for 'storage-tiers/nope'" in bad[0], result.out

@@ -1,4 +1,5 @@
 """kb fmt: canonical order and style, comments/unknown keys/body kept, idempotent, atomic."""
+
 import signal
 import subprocess
 import sys
@@ -6,7 +7,7 @@ import time
 
 from conftest import KB_SCRIPT, REPO
 
-MESSY = '''---
+MESSY = """---
 # a comment above everything
 sources:
   - src-a
@@ -23,7 +24,7 @@ languages:
 - "C++"
 ---
 Body   with  odd spacing,\ttabs and a trailing space 
-and no final newline'''
+and no final newline"""
 
 
 def test_fmt_orders_keeps_comments_unknown_keys_and_body(kb):
@@ -35,7 +36,18 @@ def test_fmt_orders_keeps_comments_unknown_keys_and_body(kb):
     head, body = text.split("\n---\n", 1)
     assert body == MESSY.split("\n---\n", 1)[1]  # byte for byte
     keys = [line.split(":")[0] for line in head.splitlines()[1:] if line and not line.startswith((" ", "#", "-"))]
-    assert keys == ["id", "type", "name", "status", "confidence", "updated", "sources", "kind", "languages", "custom_key"]
+    assert keys == [
+        "id",
+        "type",
+        "name",
+        "status",
+        "confidence",
+        "updated",
+        "sources",
+        "kind",
+        "languages",
+        "custom_key",
+    ]
     assert "# a comment above everything" in head and "# what it is" in head and "# not in the schema" in head
     assert "sources: [src-a]" in head and "languages: [Python, C++]" in head
     assert kb.run("fmt", "--check").exit_code == 0
@@ -68,11 +80,15 @@ def test_repository_is_formatted():
 def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     sys.path.insert(0, str(REPO / "benchmarks"))
     from generate import generate
+
     from kbtools.load import parse_record_bytes
+
     root = tmp_path / "kb"
     generate(root, 3000, seed=5)
     originals = {p: p.read_bytes() for p in (root / "records").rglob("*.md")}
-    proc = subprocess.Popen([KB_SCRIPT, "--root", str(root), "fmt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [KB_SCRIPT, "--root", str(root), "fmt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     changed = 0
     while time.monotonic() < deadline and proc.poll() is None:  # kill it once it has rewritten some files, not all

@@ -1,4 +1,5 @@
 """The formula language rejects everything but arithmetic, before anything is evaluated."""
+
 import pytest
 
 from kbtools.formula import FormulaError, evaluate, parse_formula
@@ -67,15 +68,18 @@ def quantity(text):
     return registry().Quantity(text)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a * b", "6 GB"),
-    ("a / '2 s'", "1 GB/s"),
-    ("min(a, '1 GB') + max(a, '1 GB')", "3 GB"),
-    ("ceil(b / '4 token' * '1 token')", "1"),  # dimensionless after token/token
-    ("2 ** 3 * a", "16 GB"),
-    ("-a + 3 * a", "4 GB"),
-    ("sqrt(a * a)", "2 GB"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a * b", "6 GB"),
+        ("a / '2 s'", "1 GB/s"),
+        ("min(a, '1 GB') + max(a, '1 GB')", "3 GB"),
+        ("ceil(b / '4 token' * '1 token')", "1"),  # dimensionless after token/token
+        ("2 ** 3 * a", "16 GB"),
+        ("-a + 3 * a", "4 GB"),
+        ("sqrt(a * a)", "2 GB"),
+    ],
+)
 def test_arithmetic_with_units(text, expected):
     names = {("a",): quantity("2 GB"), ("b",): quantity("3")}
     result = evaluate(parse_formula(text), lambda parts: names[parts])

@@ -1,29 +1,80 @@
 """kb new model --from-config: a Hugging Face config.json on disk becomes a model record that cites the
 user's source and passes kb check; what the config does not settle is named, contradictions refuse."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from test_cost_model import explain
 
-GQA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 80, "hidden_size": 8192,
-       "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256,
-       "max_position_embeddings": 131072, "torch_dtype": "bfloat16", "rope_theta": 500000.0}
-MHA = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 11008,
-       "vocab_size": 32000, "torch_dtype": "float16"}
-MLA = {"num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128,
-       "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-       "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
-       "vocab_size": 129280, "torch_dtype": "bfloat16", "max_position_embeddings": 163840}
-SLIDING = {"num_hidden_layers": 4, "hidden_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
-           "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
-           "num_local_experts": 32, "num_experts_per_tok": 4, "torch_dtype": "bfloat16", "vocab_size": 201088}
-HYBRID = {"num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
-          "full_attention_interval": 4, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-          "linear_value_head_dim": 128, "num_experts": 512, "num_experts_per_tok": 10,
-          "shared_expert_intermediate_size": 512, "torch_dtype": "bfloat16"}
+GQA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "num_hidden_layers": 80,
+    "hidden_size": 8192,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "intermediate_size": 28672,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "torch_dtype": "bfloat16",
+    "rope_theta": 500000.0,
+}
+MHA = {
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "intermediate_size": 11008,
+    "vocab_size": 32000,
+    "torch_dtype": "float16",
+}
+MLA = {
+    "num_hidden_layers": 61,
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+    "n_shared_experts": 1,
+    "moe_intermediate_size": 2048,
+    "vocab_size": 129280,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 163840,
+}
+SLIDING = {
+    "num_hidden_layers": 4,
+    "hidden_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 201088,
+}
+HYBRID = {
+    "num_hidden_layers": 48,
+    "hidden_size": 2048,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "full_attention_interval": 4,
+    "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "shared_expert_intermediate_size": 512,
+    "torch_dtype": "bfloat16",
+}
 
 
 def from_config(kb, config, name="Some Model", extra=()):
@@ -52,7 +103,9 @@ def test_gqa_config_maps_kv_heads_and_head_width(kb):
     assert "not in the config: params_total and params_active" in result.out
     checks_clean(kb)
     # the record's KV per token is derived from what was read: 2 x 80 x 8 x 128 x 2 B
-    assert explain(kb, "models/llama-3-1-70b.kv_bytes_per_token").startswith("models/llama-3-1-70b.kv_bytes_per_token = 327,680 B/token")
+    assert explain(kb, "models/llama-3-1-70b.kv_bytes_per_token").startswith(
+        "models/llama-3-1-70b.kv_bytes_per_token = 327,680 B/token"
+    )
 
 
 def test_a_config_without_kv_heads_is_mha_and_says_so(kb):
@@ -65,9 +118,16 @@ def test_a_config_without_kv_heads_is_mha_and_says_so(kb):
 def test_mla_config_maps_its_ranks_and_experts(kb):
     text = written(kb, from_config(kb, MLA, "DeepSeek V3")).read_text()
     assert "attention: mla" in text and "kv_lora_rank: 512" in text and "qk_rope_head_dim: 64" in text
-    assert "architecture: moe" in text and "num_experts: 256" in text and "experts_per_token: 8" in text and "shared_experts: 1" in text
+    assert (
+        "architecture: moe" in text
+        and "num_experts: 256" in text
+        and "experts_per_token: 8" in text
+        and "shared_experts: 1" in text
+    )
     checks_clean(kb)
-    assert explain(kb, "models/deepseek-v3.kv_bytes_per_token").startswith("models/deepseek-v3.kv_bytes_per_token = 70,272 B/token")
+    assert explain(kb, "models/deepseek-v3.kv_bytes_per_token").startswith(
+        "models/deepseek-v3.kv_bytes_per_token = 70,272 B/token"
+    )
 
 
 def test_sliding_window_layers_come_from_layer_types(kb):
@@ -75,7 +135,9 @@ def test_sliding_window_layers_come_from_layer_types(kb):
     assert "sliding_window_layers: 2" in text and "sliding_window: 128 token" in text and "window_kind: sliding" in text
     assert "head_dim: 64" in text and "is given explicitly and is not hidden_size ÷ heads (2880 ÷ 64)" in text
     checks_clean(kb)
-    assert explain(kb, "models/tiny-oss.kv_bytes_per_token_growing").startswith("models/tiny-oss.kv_bytes_per_token_growing = 4,096 B/token")
+    assert explain(kb, "models/tiny-oss.kv_bytes_per_token_growing").startswith(
+        "models/tiny-oss.kv_bytes_per_token_growing = 4,096 B/token"
+    )
 
 
 def test_hybrid_linear_attention_from_the_full_attention_interval(kb):
@@ -91,15 +153,21 @@ def test_unknown_keys_are_listed_not_dropped_silently(kb):
     assert "config keys kb does not map: another_one, mystery_knob" in result.out
 
 
-@pytest.mark.parametrize("config, message", [
-    ({**GQA, "num_key_value_heads": 7}, "num_attention_heads 64 is not a multiple of num_key_value_heads 7"),
-    ({**SLIDING, "layer_types": ["full_attention"]}, "layer_types lists 1 layers, but num_hidden_layers is 4"),
-    ({k: v for k, v in MLA.items() if k != "qk_rope_head_dim"}, "kv_lora_rank says MLA, but qk_rope_head_dim is missing"),
-    ({**GQA, "num_hidden_layers": "eighty"}, "'num_hidden_layers' is 'eighty'; it must be a whole number"),
-    ({**MLA, "num_experts_per_tok": None}, "has 256 experts but no num_experts_per_tok"),
-    ({**GQA, "sliding_window": 4096, "max_window_layers": 28}, "which layers use the window is ambiguous"),
-    ('{"num_hidden_layers": 2,\n  "hidden_size": }', "config.json:2:18: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({**GQA, "num_key_value_heads": 7}, "num_attention_heads 64 is not a multiple of num_key_value_heads 7"),
+        ({**SLIDING, "layer_types": ["full_attention"]}, "layer_types lists 1 layers, but num_hidden_layers is 4"),
+        (
+            {k: v for k, v in MLA.items() if k != "qk_rope_head_dim"},
+            "kv_lora_rank says MLA, but qk_rope_head_dim is missing",
+        ),
+        ({**GQA, "num_hidden_layers": "eighty"}, "'num_hidden_layers' is 'eighty'; it must be a whole number"),
+        ({**MLA, "num_experts_per_tok": None}, "has 256 experts but no num_experts_per_tok"),
+        ({**GQA, "sliding_window": 4096, "max_window_layers": 28}, "which layers use the window is ambiguous"),
+        ('{"num_hidden_layers": 2,\n  "hidden_size": }', "config.json:2:18: not valid JSON"),
+    ],
+)
 def test_contradictory_or_broken_configs_write_nothing(kb, config, message):
     result = from_config(kb, config)
     assert result.exit_code == 1 and message in result.err and "nothing written" in result.err, result.err

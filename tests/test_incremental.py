@@ -1,4 +1,5 @@
 """A stale cache must never hide an error: incremental and full checks agree after any edit."""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -27,14 +27,25 @@ def edit(root: Path, rng: random.Random) -> str:
     files = sorted((root / "records").rglob("*.md"))
     path = rng.choice(files)
     text = path.read_text()
-    kind = rng.choice(["quantity", "link", "delete", "rename", "add", "schema", "body", "unit", "yaml", "geometry", "geometry"])
+    kind = rng.choice(
+        ["quantity", "link", "delete", "rename", "add", "schema", "body", "unit", "yaml", "geometry", "geometry"]
+    )
     if kind == "geometry":  # a model's shape: every flop stating bytes from it is re-checked
         path = rng.choice(sorted((root / "records" / "models").glob("*.md")))
         text = path.read_text()
     if kind == "quantity" and re.search(r"\d+(\.\d+)? (GB/s|TFLOP/s|W|GB)", text):
-        text = re.sub(r"(\d+(?:\.\d+)?) (GB/s|TFLOP/s|W|GB)", lambda m: f"{float(m.group(1)) * rng.choice([2, 0.5, 1.001]):g} {m.group(2)}", text, count=1)
+        text = re.sub(
+            r"(\d+(?:\.\d+)?) (GB/s|TFLOP/s|W|GB)",
+            lambda m: f"{float(m.group(1)) * rng.choice([2, 0.5, 1.001]):g} {m.group(2)}",
+            text,
+            count=1,
+        )
     elif kind == "link":
-        text = text.replace("[[", "[[missing-", 1) if rng.random() < 0.5 else text + f"\nSee [[{rng.choice(files).stem}]].\n"
+        text = (
+            text.replace("[[", "[[missing-", 1)
+            if rng.random() < 0.5
+            else text + f"\nSee [[{rng.choice(files).stem}]].\n"
+        )
     elif kind == "delete":
         path.unlink()
         return f"delete {path.name}"
@@ -49,17 +60,29 @@ def edit(root: Path, rng: random.Random) -> str:
         text = other.read_text().replace(f"id: {other.stem}\n", f"id: {path.stem}\n", 1)
     elif kind == "schema":
         schema = root / "schema" / "interconnect.schema.json"
-        schema.write_text(schema.read_text().replace('"tolerance": 0.02', '"tolerance": 0.5') if rng.random() < 0.5
-                          else schema.read_text().replace('"tolerance": 0.5', '"tolerance": 0.02'))
+        schema.write_text(
+            schema.read_text().replace('"tolerance": 0.02', '"tolerance": 0.5')
+            if rng.random() < 0.5
+            else schema.read_text().replace('"tolerance": 0.5', '"tolerance": 0.02')
+        )
         return "schema tolerance"
     elif kind == "geometry":
-        text = re.sub(r"num_layers: (\d+)", lambda m: f"num_layers: {int(m.group(1)) + rng.choice([1, -1, 10])}", text, count=1)
+        text = re.sub(
+            r"num_layers: (\d+)", lambda m: f"num_layers: {int(m.group(1)) + rng.choice([1, -1, 10])}", text, count=1
+        )
     elif kind == "body":
-        text = text + "\n" + rng.choice(["More prose.", "A code span `[[not-a-link]]`.", "{{ nothing_here }}", "## A heading"]) + "\n"
+        text = (
+            text
+            + "\n"
+            + rng.choice(["More prose.", "A code span `[[not-a-link]]`.", "{{ nothing_here }}", "## A heading"])
+            + "\n"
+        )
     elif kind == "unit":
         text = text.replace(" GB/s", " GB", 1)
     elif kind == "yaml":
-        text = text.replace("status:", "status: [", 1) if rng.random() < 0.5 else text.replace("status: [", "status:", 1)
+        text = (
+            text.replace("status:", "status: [", 1) if rng.random() < 0.5 else text.replace("status: [", "status:", 1)
+        )
     path.write_text(text)
     if rng.random() < 0.5:  # sometimes an old mtime, so the cache's stat shortcut is exercised too
         stamp = rng.randint(1_000_000_000, 1_500_000_000)
@@ -96,19 +119,29 @@ def test_named_file_check_reports_what_a_full_check_reports_for_it(tmp_path):
 def build(root, out, fresh: bool):
     import shutil
     import subprocess
+
     from conftest import KB_SCRIPT
+
     if fresh:
         shutil.rmtree(root / ".kb-cache", ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.run([KB_SCRIPT, "--root", str(root), "build", "--force", "--no-search", "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [KB_SCRIPT, "--root", str(root), "build", "--force", "--no-search", "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".kb-pages.json"}
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in out.rglob("*")
+        if p.is_file() and p.name != ".kb-pages.json"
+    }
 
 
 @pytest.mark.parametrize("seed", [4, 5])
 def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
     import shutil
+
     root, twin = tmp_path / "kb", tmp_path / "twin"
     generate(root, 80, seed=seed, defects=0.1)
     rng = random.Random(seed)

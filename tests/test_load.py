@@ -1,4 +1,5 @@
 """Loading records: every malformed file is one error at its file and line, exit 1, no traceback."""
+
 import pytest
 
 GOOD = "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nurl: https://example.org/a\nkind: docs\npublisher: P\n---\nBody\n"
@@ -19,20 +20,23 @@ def test_clean_record_checks_clean(kb):
     assert result.codes() == ["KB307"]
 
 
-@pytest.mark.parametrize("name, content, code, line, col", [
-    ("non-utf8", b"---\nid: x\nname: caf\xe9\n---\n", "KB100", 3, 10),
-    ("empty", b"", "KB101", 1, 1),
-    ("whitespace only", b"  \n\n", "KB101", 1, 1),
-    ("no fence", b"id: x\n", "KB102", 1, 1),
-    ("unclosed fence", b"---\nid: x\ntype: source\n", "KB103", 1, 1),
-    ("tab indentation", b"---\nid: x\n\ttype: source\n---\n", "KB104", 3, 1),
-    ("unclosed quote", b"---\nid: x\nname: \"abc\n---\n", "KB104", 4, 1),
-    ("duplicate key", b"---\nid: x\nname: a\nname: b\n---\n", "KB105", 4, 1),
-    ("nested duplicate key", b"---\nid: x\nm:\n  a: 1\n  a: 2\n---\n", "KB105", 5, 3),
-    ("list frontmatter", b"---\n- a\n- b\n---\n", "KB106", 2, 1),
-    ("scalar frontmatter", b"---\njust text\n---\n", "KB106", 2, 1),
-    ("empty frontmatter", b"---\n---\nbody\n", "KB106", 2, 1),
-])
+@pytest.mark.parametrize(
+    "name, content, code, line, col",
+    [
+        ("non-utf8", b"---\nid: x\nname: caf\xe9\n---\n", "KB100", 3, 10),
+        ("empty", b"", "KB101", 1, 1),
+        ("whitespace only", b"  \n\n", "KB101", 1, 1),
+        ("no fence", b"id: x\n", "KB102", 1, 1),
+        ("unclosed fence", b"---\nid: x\ntype: source\n", "KB103", 1, 1),
+        ("tab indentation", b"---\nid: x\n\ttype: source\n---\n", "KB104", 3, 1),
+        ("unclosed quote", b'---\nid: x\nname: "abc\n---\n', "KB104", 4, 1),
+        ("duplicate key", b"---\nid: x\nname: a\nname: b\n---\n", "KB105", 4, 1),
+        ("nested duplicate key", b"---\nid: x\nm:\n  a: 1\n  a: 2\n---\n", "KB105", 5, 3),
+        ("list frontmatter", b"---\n- a\n- b\n---\n", "KB106", 2, 1),
+        ("scalar frontmatter", b"---\njust text\n---\n", "KB106", 2, 1),
+        ("empty frontmatter", b"---\n---\nbody\n", "KB106", 2, 1),
+    ],
+)
 def test_malformed_files(kb, name, content, code, line, col):
     kb.write("records/sources/x.md", content)
     result = kb.check()
@@ -58,7 +62,9 @@ def test_id_must_be_a_slug(kb):
 def test_type_must_match_directory(kb):
     kb.write("records/sources/src-a.md", GOOD.replace("type: source", "type: engine"))
     found = only(kb.check(), "KB109")
-    assert found == ["records/sources/src-a.md:3:1: error KB109 type 'engine' does not match directory 'sources/' (type 'source')"]
+    assert found == [
+        "records/sources/src-a.md:3:1: error KB109 type 'engine' does not match directory 'sources/' (type 'source')"
+    ]
 
 
 def test_markdown_in_unknown_directory(kb):

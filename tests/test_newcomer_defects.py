@@ -1,4 +1,5 @@
 """Small defects a review and a newcomer found (issue 15): each as the user meets it."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Plausible ranges as schema data (x-kb-plausible): a figure outside the range real hardware has is
 a warning that gives the range and its reason (KB540)."""
+
 from __future__ import annotations
 
 
@@ -25,8 +26,11 @@ def test_a_real_figure_is_quiet(kb):
 
 
 def test_a_competing_value_outside_the_range_is_caught_too(kb):
-    gpu(kb, "\n  - {value: 8 TB/s, rank: preferred, source: src-a}\n  - {value: 8 PB/s, rank: normal, source: src-a}",
-        extra="")
+    gpu(
+        kb,
+        "\n  - {value: 8 TB/s, rank: preferred, source: src-a}\n  - {value: 8 PB/s, rank: normal, source: src-a}",
+        extra="",
+    )
     found = kb.check().find("KB540")
     assert found and "memory_bandwidth = 8 PB/s" in found[0]
 
@@ -34,10 +38,18 @@ def test_a_competing_value_outside_the_range_is_caught_too(kb):
 def test_a_price_typed_per_instance_in_a_per_gpu_field_is_a_warning(kb):
     kb.source()
     kb.record("accelerators", "gpu-x", "accelerator", "vendor: V\n")
-    kb.record("prices", "p", "price", "item: accelerator-hour\naccelerator: gpu-x\nprovider: P\ncommitment: on-demand\n"
-              "as_of: 2026-01-01\nper_accelerator_hour: 98.32 USD/h\n", body="[[src-a]] [[gpu-x]]\n")
+    kb.record(
+        "prices",
+        "p",
+        "price",
+        "item: accelerator-hour\naccelerator: gpu-x\nprovider: P\ncommitment: on-demand\n"
+        "as_of: 2026-01-01\nper_accelerator_hour: 98.32 USD/h\n",
+        body="[[src-a]] [[gpu-x]]\n",
+    )
     found = kb.check().find("KB540")
-    assert found and "per_accelerator_hour = 98.32 USD/h is outside" in found[0] and "(0.05 USD/h to 50 USD/h)" in found[0]
+    assert (
+        found and "per_accelerator_hour = 98.32 USD/h is outside" in found[0] and "(0.05 USD/h to 50 USD/h)" in found[0]
+    )
 
 
 def test_format_keywords_are_enforced(kb):
@@ -52,12 +64,23 @@ def test_format_keywords_are_enforced(kb):
 def test_format_email_is_enforced_in_a_schema_that_declares_it(kb):
     """Any format keyword a schema declares is checked: here an email field a user adds to sources."""
     import json
+
     path = kb.root / "schema" / "source.schema.json"
     schema = json.loads(path.read_text())
     schema["properties"]["contact"] = {"type": "string", "format": "email"}
     path.write_text(json.dumps(schema))
-    kb.record("sources", "src-a", "source", "kind: docs\npublisher: P\nurl: https://example.org/a\ncontact: nobody-at-example\n")
-    kb.record("sources", "src-b", "source", "kind: docs\npublisher: P\nurl: https://example.org/b\ncontact: someone@example.org\n")
+    kb.record(
+        "sources",
+        "src-a",
+        "source",
+        "kind: docs\npublisher: P\nurl: https://example.org/a\ncontact: nobody-at-example\n",
+    )
+    kb.record(
+        "sources",
+        "src-b",
+        "source",
+        "kind: docs\npublisher: P\nurl: https://example.org/b\ncontact: someone@example.org\n",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[src-b]]\n")
     found = kb.check().find("KB200")
     assert len(found) == 1 and found[0].startswith("records/sources/src-a.md:") and "'email'" in found[0], found

@@ -1,4 +1,5 @@
 """The published hook, run by the real pre-commit framework on a real `git commit`."""
+
 import os
 import shutil
 import subprocess
@@ -6,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import GIT_ENV, REPO, git
 
 GOOD = textwrap.dedent("""\
@@ -50,10 +50,13 @@ def hook_repo(tmp_path_factory):
     (root / "records" / "sources").mkdir(parents=True)
     (root / "records" / "engines").mkdir(parents=True)
     (root / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {REPO}\n    rev: {head.stdout.strip()}\n    hooks:\n      - id: kb-check\n")
+        f"repos:\n  - repo: {REPO}\n    rev: {head.stdout.strip()}\n    hooks:\n      - id: kb-check\n"
+    )
     git(root, "add", "-A", env=env)
     git(root, "commit", "-q", "--no-verify", "-m", "schemas", env=env)
-    install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=root, capture_output=True, text=True, env=env)
+    install = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=root, capture_output=True, text=True, env=env
+    )
     assert install.returncode == 0, install.stderr
     return root, env
 

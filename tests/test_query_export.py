@@ -1,4 +1,5 @@
 """kb query and kb export on the repository's own records."""
+
 import csv
 import io
 import json
@@ -44,7 +45,9 @@ def test_export_sqlite_and_json(tmp_path):
     result = kb("export", "--sqlite", str(tmp_path / "kb.sqlite"), "--json", str(tmp_path / "kb.json"))
     assert result.returncode == 0, result.stderr
     db = sqlite3.connect(tmp_path / "kb.sqlite")
-    assert db.execute("select memory_bandwidth, memory_bandwidth_unit from accelerator where key = 'accelerators/nvidia-h200-sxm'").fetchone() == (4800.0, "GB/s")
+    assert db.execute(
+        "select memory_bandwidth, memory_bandwidth_unit from accelerator where key = 'accelerators/nvidia-h200-sxm'"
+    ).fetchone() == (4800.0, "GB/s")
     assert db.execute("select kv_bytes_per_token from model where key = 'models/deepseek-v3'").fetchone() == (70272.0,)
     assert db.execute("select count(*) from links").fetchone()[0] > 1000
     assert db.execute("select count(*) from diagnostics where severity = 'error'").fetchone()[0] == 0

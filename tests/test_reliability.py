@@ -1,5 +1,6 @@
 """What a careless user or an attacker can do to kb beyond `kb check`'s input: where a site is written,
 concurrent writers, the cache, odd files. Each test here failed on the kb before these fixes."""
+
 from __future__ import annotations
 
 import json
@@ -7,20 +8,19 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-
 from conftest import GIT_ENV, KB_SCRIPT, REPO, git
 
 ENV = dict(os.environ, **GIT_ENV)
 
 
 def kb_cli(root: Path, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, env=env or ENV, timeout=timeout)
+    return subprocess.run(
+        [KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, env=env or ENV, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +46,16 @@ def snapshot(root: Path) -> tuple[str, str, str]:
 
 # ---------------------------------------------------------------- 1. kb build --out deletes only what kb wrote
 
-@pytest.mark.parametrize("out", [".", "records", "schema", "site", "site/templates", "records/models", "..", "/", ".git"])
+
+@pytest.mark.parametrize(
+    "out", [".", "records", "schema", "site", "site/templates", "records/models", "..", "/", ".git"]
+)
 def test_build_refuses_to_replace_the_repository_or_its_parts(clone, out):
     before = snapshot(clone)
     files = sorted(p.relative_to(clone).as_posix() for p in clone.rglob("*") if ".git/" not in p.as_posix())
-    result = subprocess.run([KB_SCRIPT, "build", "--no-search", "--out", out], cwd=clone, capture_output=True, text=True, env=ENV)
+    result = subprocess.run(
+        [KB_SCRIPT, "build", "--no-search", "--out", out], cwd=clone, capture_output=True, text=True, env=ENV
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("kb build: --out ") and "Traceback" not in result.stderr
     assert snapshot(clone) == before
@@ -69,7 +74,11 @@ def test_build_refuses_a_symlink_a_file_and_a_directory_of_the_users(clone, tmp_
     sibling = tmp_path / ".mine-drafts"  # a user's own directory that looks like an old build's debris
     sibling.mkdir()
     (sibling / "draft.md").write_text("draft\n")
-    for out, says in ((mine, "holds files kb did not write (CNAME, logo.png)"), (link, "is a symlink"), (plain, "is a file")):
+    for out, says in (
+        (mine, "holds files kb did not write (CNAME, logo.png)"),
+        (link, "is a symlink"),
+        (plain, "is a file"),
+    ):
         result = kb_cli(clone, "build", "--no-search", "--out", str(out))
         assert result.returncode == 2 and says in result.stderr, result.stderr
     assert sorted(p.name for p in mine.iterdir()) == ["CNAME", "logo.png"]
@@ -126,8 +135,16 @@ def test_thirty_pairs_of_concurrent_builds_each_publish_a_whole_site(kb, tmp_pat
     out = tmp_path / "site"
     kb_cli(kb.root, "check")  # warm the cache so each build is quick
     for pair in range(30):
-        procs = [subprocess.Popen([KB_SCRIPT, "--root", str(kb.root), "build", "--no-search", "--out", str(out)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [KB_SCRIPT, "--root", str(kb.root), "build", "--no-search", "--out", str(out)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=ENV,
+            )
+            for _ in range(2)
+        ]
         results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
         for code, err in results:
             assert code == 0 or (code == 2 and err.startswith("kb build:")), (pair, code, err)
@@ -147,11 +164,16 @@ def test_out_of_tree_pages_are_never_written(kb, tmp_path):
     schema.write_text(schema.read_text().replace('"x-kb-dir": "engines"', '"x-kb-dir": "../../escaped"'))
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
     result = kb.check()
-    assert any(l.startswith("schema/engine.schema.json:") and " KB210 x-kb-dir must be one directory name" in l for l in result.lines), result.out
+    assert any(
+        l.startswith("schema/engine.schema.json:") and " KB210 x-kb-dir must be one directory name" in l
+        for l in result.lines
+    ), result.out
     assert kb.run("build", "--no-search").exit_code == 1
     assert kb.run("build", "--no-search", "--force").exit_code == 0
     assert not [p for p in tmp_path.parent.rglob("escaped")]
-    assert [p.relative_to(kb.root).as_posix() for p in tmp_path.rglob("index.html") if "_build" not in p.as_posix()] == []
+    assert [
+        p.relative_to(kb.root).as_posix() for p in tmp_path.rglob("index.html") if "_build" not in p.as_posix()
+    ] == []
 
 
 def test_a_file_name_cannot_break_out_of_an_href(kb):
@@ -160,8 +182,11 @@ def test_a_file_name_cannot_break_out_of_an_href(kb):
     shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
     kb.source()
     evil = 'x"><meta http-equiv=refresh content=0>'
-    kb.write(f"records/engines/{evil}.md", "---\nid: x\ntype: engine\nname: X\nstatus: draft\nconfidence: 0.5\n"
-             "updated: 2026-11-29\nsources: [src-a]\nkind: serving-engine\n---\n[[src-a]]\n")
+    kb.write(
+        f"records/engines/{evil}.md",
+        "---\nid: x\ntype: engine\nname: X\nstatus: draft\nconfidence: 0.5\n"
+        "updated: 2026-11-29\nsources: [src-a]\nkind: serving-engine\n---\n[[src-a]]\n",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body=f"[[src-a]] [[engines/{evil}]] and [[x]]\n")
     assert any(" KB108 " in l for l in kb.check().lines)
     assert kb.run("build", "--no-search", "--force").exit_code == 0
@@ -173,12 +198,15 @@ def test_a_file_name_cannot_break_out_of_an_href(kb):
 
 # ---------------------------------------------------------------- 2. writers never lose a concurrent edit
 
-FORMATTABLE = ("---\nname: N\nid: x\ntype: engine\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nsources: [src-a]\n"
-               "kind: serving-engine\nlanguages:\n- Python\n- C++\n{filler}---\nUses [[src-a]].\n")
+FORMATTABLE = (
+    "---\nname: N\nid: x\ntype: engine\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nsources: [src-a]\n"
+    "kind: serving-engine\nlanguages:\n- Python\n- C++\n{filler}---\nUses [[src-a]].\n"
+)
 
 
 def test_fmt_skips_a_file_saved_while_it_worked(kb, monkeypatch, capsys):
     import kbtools.fmt as fmt
+
     kb.source()
     path = kb.write("records/engines/x.md", FORMATTABLE.format(filler=""), dedent=False)
     saved = FORMATTABLE.format(filler="license: MIT\n")
@@ -187,6 +215,7 @@ def test_fmt_skips_a_file_saved_while_it_worked(kb, monkeypatch, capsys):
     def save_meanwhile(text, order):  # the user's editor saves between kb's read and its rename
         path.write_text(saved)
         return real(text, order)
+
     monkeypatch.setattr(fmt, "format_text", save_meanwhile)
     result = kb.run("fmt")
     assert result.exit_code == 1
@@ -200,7 +229,9 @@ def test_fmt_never_loses_a_concurrent_save_in_twenty_trials(kb):
     path = kb.write("records/engines/x.md", FORMATTABLE.format(filler=filler), dedent=False)
     for trial in range(20):  # saves from before kb fmt reads the file to after it is done, through its work
         path.write_text(FORMATTABLE.format(filler=filler))
-        proc = subprocess.Popen([KB_SCRIPT, "--root", str(kb.root), "fmt", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [KB_SCRIPT, "--root", str(kb.root), "fmt", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         time.sleep(0.08 * trial)
         edited = FORMATTABLE.format(filler=filler).replace("name: N", f"name: Edited {trial}")
         path.write_text(edited)
@@ -234,6 +265,7 @@ def test_new_records_get_the_umask_mode_not_0600(kb):
 
 def test_new_force_skips_a_record_saved_meanwhile(kb, monkeypatch):
     import kbtools.authoring as authoring
+
     kb.source()
     assert kb.run("new", "engine", "--name", "Fresh", "--source", "src-a").exit_code == 0
     path = kb.root / "records/engines/fresh.md"
@@ -247,6 +279,7 @@ def _replace_after_read(replace, path):
     def wrapped(target, text, expected=None):
         path.write_text(path.read_text() + "Edited meanwhile.\n")  # a save after kb read the file
         return replace(target, text, expected)
+
     return wrapped
 
 
@@ -257,7 +290,9 @@ def test_fmt_goes_on_past_bad_paths(kb):
     os.symlink("loop.md", kb.root / "records/engines/loop.md")
     os.mkfifo(kb.root / "records/engines/fifo.md")
     paths = [str(kb.root / "records/engines" / n) for n in ("dir.md", "loop.md", "fifo.md", "x.md")]
-    result = subprocess.run([KB_SCRIPT, "--root", str(kb.root), "fmt", *paths], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [KB_SCRIPT, "--root", str(kb.root), "fmt", *paths], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "records/engines/dir.md:1:1: KB112 not a regular file but a directory" in result.stderr
     assert "records/engines/fifo.md:1:1: KB112 not a regular file but a FIFO" in result.stderr
@@ -267,6 +302,7 @@ def test_fmt_goes_on_past_bad_paths(kb):
 
 # ---------------------------------------------------------------- 3. the cache holds data, never code
 
+
 def test_no_pickle_anywhere():
     for path in (REPO / "kbtools").glob("*.py"):
         assert "pickle" not in path.read_text(), path
@@ -275,7 +311,7 @@ def test_no_pickle_anywhere():
 def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
     kb.source()
     marker = tmp_path / "pwned"
-    payload = (b"cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR.")
+    payload = b"cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR."
     for name in ("check.pickle", "check.sqlite"):
         (kb.root / ".kb-cache").mkdir(exist_ok=True)
         (kb.root / ".kb-cache" / name).write_bytes(payload)
@@ -287,6 +323,7 @@ def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
 def _forge(cache_file: Path, secret_home: Path | None) -> None:
     """Rewrite every row of a cache so that it reports nothing, signed with the secret under secret_home."""
     from kbtools.cache import Cache, decode
+
     env_before = os.environ.get("XDG_CACHE_HOME")
     try:
         if secret_home is not None:
@@ -343,6 +380,7 @@ def test_the_cache_leaves_no_temporaries(kb):
 
 # ---------------------------------------------------------------- 7. change detection: what git uses, stat before read
 
+
 def _aged(path: Path) -> os.stat_result:
     old = time.time() - 3600
     os.utime(path, (old, old))
@@ -371,6 +409,7 @@ def test_a_same_size_edit_with_the_mtime_kept_is_seen(kb, tmp_path, how):
 
 def test_an_edit_during_the_read_is_seen_next_time(kb, monkeypatch, capsys):
     import kbtools.load as load
+
     kb.source()
     path = kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[src-a]]\n")
     before = _aged(path)
@@ -382,6 +421,7 @@ def test_an_edit_during_the_read_is_seen_next_time(kb, monkeypatch, capsys):
             p.write_text(p.read_text().replace("[[src-a]] [[src-a]]", "[[src-a]] [[src-b]]"))
             os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns))
         return result
+
     monkeypatch.setattr(load, "read_regular", edit_after_read)
     assert kb.check().exit_code == 0  # this run read the old text
     monkeypatch.setattr(load, "read_regular", real)
@@ -390,18 +430,23 @@ def test_an_edit_during_the_read_is_seen_next_time(kb, monkeypatch, capsys):
 
 # ---------------------------------------------------------------- 11. the smaller ones
 
+
 def _as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess:
     """kb run by a user who cannot read what root made unreadable (chmod alone does not stop root)."""
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
     env = dict(ENV, HOME=str(root.parent), XDG_CACHE_HOME=str(root.parent / "nobody-cache"))
-    return subprocess.run([*prefix, KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [*prefix, KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 @pytest.fixture
 def shared_kb(capsys):
     """A kb tree another user may read (pytest's tmp directories are private to their owner)."""
     import tempfile
+
     from conftest import KB
+
     base = Path(tempfile.mkdtemp(prefix="kb-shared-"))
     os.chmod(base, 0o755)
     yield KB(base / "kb", capsys)
@@ -424,8 +469,12 @@ def test_an_unreadable_record_directory_and_schema_are_reported(shared_kb):
         os.chmod(kb.root / "records" / "models", 0o755)
         os.chmod(kb.root / "schema" / "storage_tier.schema.json", 0o644)
     assert "Traceback" not in result.stderr and " KB900 " not in result.stdout + result.stderr, result.stderr
-    assert "records/models:1:1: error KB112 cannot read directory: Permission denied" in result.stdout, result.stdout + result.stderr
-    assert "schema/storage_tier.schema.json:1:1: error KB210 cannot read schema file: Permission denied" in result.stdout
+    assert "records/models:1:1: error KB112 cannot read directory: Permission denied" in result.stdout, (
+        result.stdout + result.stderr
+    )
+    assert (
+        "schema/storage_tier.schema.json:1:1: error KB210 cannot read schema file: Permission denied" in result.stdout
+    )
 
 
 def test_sarif_uris_are_percent_encoded(kb):

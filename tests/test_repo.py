@@ -1,4 +1,5 @@
 """The repository's own records pass, and its set-up stays what README says."""
+
 import json
 import re
 import subprocess
@@ -30,7 +31,11 @@ def test_the_seed_prices_every_tier_that_has_a_sourced_bandwidth(tmp_path):
     seed = records["flops/eng-profile-kv-tiering-moves-flops-to-bytes"]
     rows = set(seed["values"]["hit_path_time"]["rows"])
     for key, record in records.items():
-        if record["type"] != "storage_tier" or record["data"].get("medium") == "hbm" and "accelerator" in record["data"]:
+        if (
+            record["type"] != "storage_tier"
+            or record["data"].get("medium") == "hbm"
+            and "accelerator" in record["data"]
+        ):
             continue  # an accelerator's own HBM is the seed's per-accelerator HBM row, not a tier row
         if "bandwidth" in record["values"]:
             assert key in rows, f"{key} has a bandwidth but no row in the seed's hit_path_time"

@@ -3,20 +3,34 @@
 
 def test_schema_errors_point_at_their_keys(kb):
     kb.source()
-    kb.record("models", "m", "model", """
+    kb.record(
+        "models",
+        "m",
+        "model",
+        """
         architecture: moe
         attention: mla
         num_layers: -3
         num_layer: 61
         head_dim: "wide"
-    """, body="Cites [[src-a]].\n")
+    """,
+        body="Cites [[src-a]].\n",
+    )
     kb.record("flops", "f", "flop", "class: kv_transfer\nbound_by: memory\n", body="[[models/m]]\n")
-    kb.write("records/models/m.md", (kb.root / "records/models/m.md").read_text().replace("status: draft", "status: done"))
+    kb.write(
+        "records/models/m.md", (kb.root / "records/models/m.md").read_text().replace("status: draft", "status: done")
+    )
     result = kb.check()
     assert result.exit_code == 1
-    assert "records/models/m.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']" in result.lines
+    assert (
+        "records/models/m.md:5:1: error KB200 status: 'done' is not one of ['verified', 'draft', 'contested', 'deprecated']"
+        in result.lines
+    )
     assert "records/models/m.md:11:1: error KB200 num_layers: -3 is less than the minimum of 1" in result.lines
-    assert "records/models/m.md:12:1: error KB201 unknown field 'num_layer' for type 'model' (did you mean 'num_layers'?)" in result.lines
+    assert (
+        "records/models/m.md:12:1: error KB201 unknown field 'num_layer' for type 'model' (did you mean 'num_layers'?)"
+        in result.lines
+    )
     assert "records/models/m.md:13:1: error KB200 head_dim: 'wide' is not of type 'integer'" in result.lines
 
 
@@ -30,25 +44,39 @@ def test_missing_required_field(kb):
 
 def test_nested_row_error_points_at_row_key(kb):
     kb.source()
-    kb.record("hardware-parameters", "memory-bandwidth", "hardware_parameter",
-              "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n")
-    kb.record("flops", "f", "flop", """
+    kb.record(
+        "hardware-parameters",
+        "memory-bandwidth",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
+    )
+    kb.record(
+        "flops",
+        "f",
+        "flop",
+        """
         class: kv_transfer
         bound_by: memory
         hardware_parameters:
           - parameter: memory-bandwidth
             effect: sets the hit-path time
             basis: maybe
-    """)
+    """,
+    )
     result = kb.check()
-    assert "records/flops/f.md:14:5: error KB200 hardware_parameters.0.basis: 'maybe' is not one of ['recorded', 'derived', 'unverified']" in result.lines
+    assert (
+        "records/flops/f.md:14:5: error KB200 hardware_parameters.0.basis: 'maybe' is not one of ['recorded', 'derived', 'unverified']"
+        in result.lines
+    )
 
 
 def test_non_source_records_must_cite(kb):
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", sources="[]")
     result = kb.check()
-    assert any(l.startswith("records/engines/e.md:8:1: error KB200 sources: [] should be non-empty") for l in result.lines), result.out
+    assert any(
+        l.startswith("records/engines/e.md:8:1: error KB200 sources: [] should be non-empty") for l in result.lines
+    ), result.out
 
 
 def test_broken_schema_file_is_a_diagnostic(kb):
@@ -56,24 +84,32 @@ def test_broken_schema_file_is_a_diagnostic(kb):
     kb.source()
     result = kb.check()
     assert result.exit_code == 1
-    assert any(l.startswith("schema/model.schema.json:3:1: error KB210 invalid JSON Schema") for l in result.find("KB210")), result.out
+    assert any(
+        l.startswith("schema/model.schema.json:3:1: error KB210 invalid JSON Schema") for l in result.find("KB210")
+    ), result.out
 
 
 def test_schema_file_that_is_not_json(kb):
     kb.write("schema/model.schema.json", '{"title": "x",\n  oops\n}\n')
     result = kb.check()
-    assert any(l.startswith("schema/model.schema.json:2:3: error KB210 schema file is not valid JSON") for l in result.find("KB210")), result.out
+    assert any(
+        l.startswith("schema/model.schema.json:2:3: error KB210 schema file is not valid JSON")
+        for l in result.find("KB210")
+    ), result.out
 
 
 def test_new_record_type_is_only_a_schema_file(kb):
     """Adding a type needs no Python: a schema with x-kb-dir, and its directory."""
-    kb.write("schema/gadget.schema.json", """
+    kb.write(
+        "schema/gadget.schema.json",
+        """
         {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "gadget.schema.json",
          "x-kb-dir": "gadgets", "type": "object",
          "allOf": [{"$ref": "envelope.schema.json"}, {"$ref": "envelope.schema.json#/$defs/cited"}],
          "properties": {"type": {"const": "gadget"}, "uses": {"type": "string", "x-kb-ref": "model"}},
          "required": ["uses"], "unevaluatedProperties": false}
-    """)
+    """,
+    )
     kb.source()
     kb.record("gadgets", "g", "gadget", "uses: src-a\n")
     result = kb.check()

@@ -1,4 +1,5 @@
 """The built site in a real browser (Debian's Chromium via Playwright), from a user's side."""
+
 from __future__ import annotations
 
 import html.parser
@@ -7,7 +8,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-
 from conftest import KB_SCRIPT, REPO
 from site_support import ARTIFACTS, PageWatch, browser, serve
 
@@ -117,7 +117,9 @@ def test_search_for_the_seeds_subject_finds_it(web):
     # words of the seed's own title: "prefix hit" alone now matches more pages than the results list shows
     watch.page.fill("form.search input", "KV tiering disaggregation bytes cost")
     watch.page.wait_for_selector("form.search .search-results a")
-    hrefs = watch.page.eval_on_selector_all("form.search .search-results a", "els => els.map(e => e.getAttribute('href'))")
+    hrefs = watch.page.eval_on_selector_all(
+        "form.search .search-results a", "els => els.map(e => e.getAttribute('href'))"
+    )
     assert any(SEED in href for href in hrefs), hrefs
     # filtered to sources, the seed (a flop) is no longer among the results
     watch.page.select_option("select.search-filter-type", "source")
@@ -146,9 +148,13 @@ def test_calculator_matches_kb_explain_and_reacts(site, web):
     cell = watch.page.locator("tr[data-cost=hit_path_bytes] td.calc-value")
     default = cell.inner_text()
     assert f"= {default}" in explain_value(f"{SEED}.hit_path_bytes").splitlines()[0]
-    s3 = watch.page.locator("tr[data-cost=hit_path_time][data-row='storage-tiers/object-storage-s3'] td.calc-value").inner_text()
+    s3 = watch.page.locator(
+        "tr[data-cost=hit_path_time][data-row='storage-tiers/object-storage-s3'] td.calc-value"
+    ).inner_text()
     assert f"storage-tiers/object-storage-s3: {s3} =" in explain_value(f"{SEED}.hit_path_time")
-    recompute = watch.page.locator("tr[data-cost=recompute_time_at_peak][data-row='accelerators/nvidia-h200-sxm'] td.calc-value").inner_text()
+    recompute = watch.page.locator(
+        "tr[data-cost=recompute_time_at_peak][data-row='accelerators/nvidia-h200-sxm'] td.calc-value"
+    ).inner_text()
     assert f"accelerators/nvidia-h200-sxm: {recompute} =" in explain_value(f"{SEED}.recompute_time_at_peak")
     watch.page.fill("input[name=in-prefix_tokens]", "64000")
     assert cell.inner_text() != default
@@ -169,8 +175,12 @@ def test_screenshots(web, scheme):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
     watch = PageWatch(context)
-    for name, path in [("home", "index.html"), ("accelerators", "accelerators/index.html"),
-                       ("seed", SEED + ".html"), ("graph", "graph.html")]:
+    for name, path in [
+        ("home", "index.html"),
+        ("accelerators", "accelerators/index.html"),
+        ("seed", SEED + ".html"),
+        ("graph", "graph.html"),
+    ]:
         watch.page.goto(url + path)
         if name == "graph":
             watch.page.wait_for_selector("canvas[data-ready]")

@@ -1,4 +1,5 @@
 """Hostile records: nothing a record says can become script on the site (checked in Chromium)."""
+
 from __future__ import annotations
 
 import html.parser
@@ -7,7 +8,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import KB_SCRIPT, REPO
 from site_support import PageWatch, browser, serve
 
@@ -33,23 +33,36 @@ def hostile_site(tmp_path_factory):
     shutil.copytree(REPO / "schema", root / "schema")
     shutil.copytree(REPO / "site" / "templates", root / "site" / "templates")
     shutil.copytree(REPO / "site" / "static", root / "site" / "static")
+
     def record(rel, text):
         path = root / "records" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
     quoted = EVIL_NAME.replace('"', '\\"')
-    record("sources/src-a.md", f'---\nid: src-a\ntype: source\nname: "{quoted}"\nstatus: draft\nconfidence: 0.5\n'
-           f'updated: 2026-11-29\nkind: docs\npublisher: "<b onmouseover=alert(1)>x</b>"\nurl: "javascript:window.__pwned=\'url\'"\n---\n'
-           f'Cited by [[engines/e]].\n')
-    record("engines/e.md", f'---\nid: e\ntype: engine\nname: "{quoted}"\nstatus: contested\nconfidence: 0.5\nupdated: 2026-11-29\n'
-           f'sources: [src-a]\nkind: serving-engine\nlicense: "<script>window.__pwned=\'field\'</script>"\n'
-           f'features: ["</script><script>window.__pwned=\'list\'</script>"]\n---\n{BODY}')
-    record("flops/f.md", f'---\nid: f\ntype: flop\nname: "{quoted}"\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n'
-           f'sources: [src-a]\nclass: kv_transfer\nbound_by: memory\nengines: [e]\ninputs:\n  tokens: 100 token\n'
-           f'costs:\n  twice:\n    label: "</script><script>window.__pwned=\'calc\'</script>"\n    formula: tokens * 2\n    unit: token\n---\n'
-           f'{{{{ twice }}}} and [[engines/e]].\n')
+    record(
+        "sources/src-a.md",
+        f'---\nid: src-a\ntype: source\nname: "{quoted}"\nstatus: draft\nconfidence: 0.5\n'
+        f'updated: 2026-11-29\nkind: docs\npublisher: "<b onmouseover=alert(1)>x</b>"\nurl: "javascript:window.__pwned=\'url\'"\n---\n'
+        f"Cited by [[engines/e]].\n",
+    )
+    record(
+        "engines/e.md",
+        f'---\nid: e\ntype: engine\nname: "{quoted}"\nstatus: contested\nconfidence: 0.5\nupdated: 2026-11-29\n'
+        f"sources: [src-a]\nkind: serving-engine\nlicense: \"<script>window.__pwned='field'</script>\"\n"
+        f"features: [\"</script><script>window.__pwned='list'</script>\"]\n---\n{BODY}",
+    )
+    record(
+        "flops/f.md",
+        f'---\nid: f\ntype: flop\nname: "{quoted}"\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n'
+        f"sources: [src-a]\nclass: kv_transfer\nbound_by: memory\nengines: [e]\ninputs:\n  tokens: 100 token\n"
+        f"costs:\n  twice:\n    label: \"</script><script>window.__pwned='calc'</script>\"\n    formula: tokens * 2\n    unit: token\n---\n"
+        f"{{{{ twice }}}} and [[engines/e]].\n",
+    )
     out = root / "out"
-    proc = subprocess.run([KB, "--root", str(root), "build", "--force", "--out", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [KB, "--root", str(root), "build", "--force", "--out", str(out)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
@@ -63,12 +76,22 @@ class Audit(html.parser.HTMLParser):
         for name, value in attrs:
             if name.startswith("on"):
                 self.problems.append(f"<{tag} {name}>")
-            if name in ("href", "src", "action", "formaction", "xlink:href") and value and \
-                    value.replace("\t", "").replace("\n", "").strip().lower().startswith(("javascript:", "data:", "vbscript:")):
+            if (
+                name in ("href", "src", "action", "formaction", "xlink:href")
+                and value
+                and value.replace("\t", "")
+                .replace("\n", "")
+                .strip()
+                .lower()
+                .startswith(("javascript:", "data:", "vbscript:"))
+            ):
                 self.problems.append(f"<{tag} {name}={value}>")
         if tag == "script":
             attrs = dict(attrs)
-            if not (attrs.get("type") == "application/json" or re.fullmatch(r"(\./|\.\./)*static/[a-z]+\.js", attrs.get("src") or "")):
+            if not (
+                attrs.get("type") == "application/json"
+                or re.fullmatch(r"(\./|\.\./)*static/[a-z]+\.js", attrs.get("src") or "")
+            ):
                 self.problems.append(f"<script {attrs}>")
         if tag in ("iframe", "object", "embed", "base", "form") and tag != "form":
             self.problems.append(f"<{tag}>")
@@ -93,7 +116,14 @@ def test_nothing_runs_in_the_browser(hostile_site):
     with serve(hostile_site) as url, browser() as chromium:
         context = chromium.new_context()
         watch = PageWatch(context)
-        for rel in ["engines/e.html", "flops/f.html", "sources/src-a.html", "index.html", "engines/index.html", "graph.html"]:
+        for rel in [
+            "engines/e.html",
+            "flops/f.html",
+            "sources/src-a.html",
+            "index.html",
+            "engines/index.html",
+            "graph.html",
+        ]:
             watch.page.goto(url + rel, wait_until="load")
             watch.page.wait_for_timeout(200)
             for link in watch.page.locator("a").all()[:80]:

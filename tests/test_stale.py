@@ -1,6 +1,6 @@
 """Stale figures: a field changed in git while prose still quotes the old number."""
-import pytest
 
+import pytest
 from conftest import git as run_git
 
 RECORD = """---
@@ -72,8 +72,16 @@ def test_pre_commit_path_reports_it_for_the_named_file(history):
 
 def test_fixed_prose_is_clean_and_bad_revision_is_a_usage_error(history):
     path = history.root / "records/interconnects/pcie-6-x16.md"
-    path.write_text(RECORD.format(value="242 GB/s").replace("128 GB/s each way", "242 GB/s each way").replace("0.128 TB/s", "0.242 TB/s"))
+    path.write_text(
+        RECORD.format(value="242 GB/s")
+        .replace("128 GB/s each way", "242 GB/s each way")
+        .replace("0.128 TB/s", "0.242 TB/s")
+    )
     reader = history.root / "records/engines/reader.md"
-    reader.write_text(READER.replace("128 GB/s", "{{ pcie-6-x16.bandwidth_per_direction }}").replace("{{ pcie-6", "{{ interconnects/pcie-6"))
+    reader.write_text(
+        READER.replace("128 GB/s", "{{ pcie-6-x16.bandwidth_per_direction }}").replace(
+            "{{ pcie-6", "{{ interconnects/pcie-6"
+        )
+    )
     assert history.check("--since", "HEAD").find("KB600") == []
     assert history.check("--since", "no-such-rev").exit_code == 2

@@ -1,4 +1,5 @@
 """docs/tutorial.md, followed step by step on a copy of the repository."""
+
 import json
 import re
 import shutil
@@ -15,11 +16,17 @@ def copy_repo(kb):
 
 def test_add_a_source_and_a_record(kb):
     copy_repo(kb)
-    assert kb.run("new", "source", "--name", "Acme X1 datasheet").out.startswith("wrote records/sources/acme-x1-datasheet.md")
+    assert kb.run("new", "source", "--name", "Acme X1 datasheet").out.startswith(
+        "wrote records/sources/acme-x1-datasheet.md"
+    )
     assert kb.run("new", "accelerator", "--name", "Acme X1", "--source", "acme-x1-datasheet").exit_code == 0
     path = kb.root / "records/accelerators/acme-x1.md"
-    text = path.read_text().replace('vendor: "TODO"', "vendor: Acme\nmemory_bandwidth: 3.2 TB/s\npeak_fp8_dense: 1500 TFLOP/s")
-    path.write_text(text.split("---\n")[0] + "---\n" + text.split("---\n")[1] + "---\nRidge point {{ ridge_point_fp8 }}.\n")
+    text = path.read_text().replace(
+        'vendor: "TODO"', "vendor: Acme\nmemory_bandwidth: 3.2 TB/s\npeak_fp8_dense: 1500 TFLOP/s"
+    )
+    path.write_text(
+        text.split("---\n")[0] + "---\n" + text.split("---\n")[1] + "---\nRidge point {{ ridge_point_fp8 }}.\n"
+    )
     result = kb.check()
     assert [l for l in result.lines if " error " in l] == []
     assert "= 468.8 FLOP/B" in kb.run("explain", "accelerators/acme-x1.ridge_point_fp8").out.splitlines()[0]
@@ -46,8 +53,11 @@ def test_add_a_record_type(kb):
     (kb.root / "records/facilities").mkdir()
     assert kb.run("new", "facility", "--name", "Acme hall 1", "--source", "nvidia-h200-product-page").exit_code == 0
     path = kb.root / "records/facilities/acme-hall-1.md"
-    path.write_text(path.read_text().replace('accelerator: "TODO"  # fill in', "accelerator: nvidia-h200-sxm")
-                    .replace('power_capacity: 0  # a quantity in MW', "power_capacity: 12 MW"))
+    path.write_text(
+        path.read_text()
+        .replace('accelerator: "TODO"  # fill in', "accelerator: nvidia-h200-sxm")
+        .replace("power_capacity: 0  # a quantity in MW", "power_capacity: 12 MW")
+    )
     result = kb.check()
     assert [l for l in result.lines if " error " in l] == [], result.out
     rows = json.loads(kb.run("query", "power_capacity>10 MW", "--format", "json").out)

@@ -5,6 +5,7 @@ new name, accelerators/ -> its new directory, every reference and link rewritten
 chart, calculate, create and show its home page exactly as the original does. And no type name, type
 directory or record id is written in kbtools/.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,14 +16,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import KB_SCRIPT, REPO
 
-TYPES = {p.name.removesuffix(".schema.json"): json.loads(p.read_text())["x-kb-dir"]
-         for p in (REPO / "schema").glob("*.schema.json") if "x-kb-dir" in json.loads(p.read_text())}
+TYPES = {
+    p.name.removesuffix(".schema.json"): json.loads(p.read_text())["x-kb-dir"]
+    for p in (REPO / "schema").glob("*.schema.json")
+    if "x-kb-dir" in json.loads(p.read_text())
+}
 RENAMED = {name: f"r{n}" for n, name in enumerate(sorted(TYPES))}  # accelerator -> r0 ...
 RENAMED_DIRS = {TYPES[name]: f"dir{n}" for n, name in enumerate(sorted(TYPES))}  # accelerators -> dir0 ...
-_DIR_REF = re.compile(r"(?<![\w/.-])(" + "|".join(map(re.escape, sorted(RENAMED_DIRS, key=len, reverse=True))) + r")/(?=[a-z0-9])")
+_DIR_REF = re.compile(
+    r"(?<![\w/.-])(" + "|".join(map(re.escape, sorted(RENAMED_DIRS, key=len, reverse=True))) + r")/(?=[a-z0-9])"
+)
 
 
 def _rename_schema(node, key=None):
@@ -47,8 +52,16 @@ def _rename_text(text: str) -> str:
     text = _DIR_REF.sub(lambda m: RENAMED_DIRS[m.group(1)] + "/", text)
     text = re.sub(r"^type: (\S+)$", lambda m: f"type: {RENAMED.get(m.group(1), m.group(1))}", text, count=1, flags=re.M)
     # carried_by maps type names to fields: '  accelerator: memory_bandwidth'
-    return re.sub(r"^(  )(" + "|".join(map(re.escape, TYPES)) + r"): ", lambda m: f"{m.group(1)}{RENAMED[m.group(2)]}: ", text,
-                  flags=re.M) if "\ncarried_by:" in text else text
+    return (
+        re.sub(
+            r"^(  )(" + "|".join(map(re.escape, TYPES)) + r"): ",
+            lambda m: f"{m.group(1)}{RENAMED[m.group(2)]}: ",
+            text,
+            flags=re.M,
+        )
+        if "\ncarried_by:" in text
+        else text
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +80,9 @@ def renamed(tmp_path_factory) -> Path:
     shutil.copytree(REPO / "site" / "static", root / "site" / "static")
     shutil.copytree(REPO / "site" / "templates", root / "site" / "templates")
     home = root / "site" / "templates" / "home.html"  # the theme names the types its home page lists
-    home.write_text(re.sub(r'type_index\("(\w+)"\)', lambda m: f'type_index("{RENAMED[m.group(1)]}")', home.read_text()))
+    home.write_text(
+        re.sub(r'type_index\("(\w+)"\)', lambda m: f'type_index("{RENAMED[m.group(1)]}")', home.read_text())
+    )
     return root
 
 
@@ -99,10 +114,14 @@ def test_roles_still_drive_their_checks_in_the_renamed_repository(renamed):
     sources = renamed / "records" / RENAMED_DIRS["sources"]
     (sources / "uncited-doc.md").write_text(
         f"---\nid: uncited-doc\ntype: {RENAMED['source']}\nname: An uncited document\nstatus: draft\nconfidence: 0.5\n"
-        "updated: 2026-11-29\nkind: docs\npublisher: P\nurl: https://example.org/uncited\n---\n")
+        "updated: 2026-11-29\nkind: docs\npublisher: P\nurl: https://example.org/uncited\n---\n"
+    )
     try:
         out = kb(renamed, "check", "--no-cache").stdout
-        assert f"{RENAMED_DIRS['sources']}/uncited-doc.md:2:1: warning KB307 source 'uncited-doc' is cited by no record" in out
+        assert (
+            f"{RENAMED_DIRS['sources']}/uncited-doc.md:2:1: warning KB307 source 'uncited-doc' is cited by no record"
+            in out
+        )
     finally:
         (sources / "uncited-doc.md").unlink()
 
@@ -123,7 +142,10 @@ def test_the_site_keeps_its_charts_calculator_and_home_page(renamed):
     assert result.returncode == 0, result.stderr
     site = renamed / "site" / "_build"
     home = (site / "index.html").read_text()
-    assert home.count('<li><a href="') >= 3 and f'href="{RENAMED_DIRS["storage-tiers"]}/index.html">Storage tiers compared' in home
+    assert (
+        home.count('<li><a href="') >= 3
+        and f'href="{RENAMED_DIRS["storage-tiers"]}/index.html">Storage tiers compared' in home
+    )
     assert "The seed:" in home
     chips = site / RENAMED_DIRS["accelerators"]
     assert "Rooflines compared" in (chips / "index.html").read_text()
@@ -140,11 +162,16 @@ def _literals(path: Path):
     # Documentation is not behaviour: the diagnostics table's examples (rendered into docs/), docstrings,
     # and the examples in a command's help text.
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(getattr(t, "id", None) == "CODES"
-                                                                  for t in getattr(node, "targets", [getattr(node, "target", None)])):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            getattr(t, "id", None) == "CODES" for t in getattr(node, "targets", [getattr(node, "target", None)])
+        ):
             skip |= {id(n) for n in ast.walk(node)}
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
-                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        ):
             skip.add(id(node.body[0].value))
         if isinstance(node, ast.keyword) and node.arg == "help":
             skip |= {id(n) for n in ast.walk(node.value)}
@@ -161,8 +188,13 @@ def _compared_with_a_type(path: Path):
             sides = [node.left, *node.comparators]
             if any(isinstance(x, ast.Attribute) and x.attr in ("type", "name") for x in sides):
                 yield from ((node.lineno, x.value) for x in sides if isinstance(x, ast.Constant) and x.value in TYPES)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "types":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "types"
+        ):
             yield from ((node.lineno, a.value) for a in node.args if isinstance(a, ast.Constant) and a.value in TYPES)
 
 
@@ -171,14 +203,22 @@ def test_no_type_name_directory_or_record_id_is_written_in_kbtools():
     for path in (REPO / "schema").glob("*.schema.json"):
         fields |= set(re.findall(r'"([a-z_]+)":', path.read_text()))
     from kbtools.registry import ROLES
+
     names = set(TYPES) - fields - set(ROLES)  # a field or role that shares a type's name is not the type
     ids = {p.stem for p in (REPO / "records").glob("*/*.md") if len(p.stem) > 8}
     found = []
     for path in sorted((REPO / "kbtools").rglob("*.py")):
         for line, text in _literals(path):
-            if text in names or text in ids or any(re.search(rf"(?<![\w/.-]){re.escape(d)}/", text) for d in TYPES.values()):
+            if (
+                text in names
+                or text in ids
+                or any(re.search(rf"(?<![\w/.-]){re.escape(d)}/", text) for d in TYPES.values())
+            ):
                 found.append(f"{path.relative_to(REPO)}:{line}: {text[:60]!r}")
-        found += [f"{path.relative_to(REPO)}:{line}: {text!r} compared with a record's type" for line, text in _compared_with_a_type(path)]
+        found += [
+            f"{path.relative_to(REPO)}:{line}: {text!r} compared with a record's type"
+            for line, text in _compared_with_a_type(path)
+        ]
     assert not found, "behaviour keyed to a type or record by name:\n" + "\n".join(found)
 
 

@@ -1,4 +1,5 @@
 """A required field can say it is unknown, with a reason: the record is incomplete, not refused."""
+
 from __future__ import annotations
 
 import shutil
@@ -34,14 +35,19 @@ def test_a_field_both_given_and_unknown_is_an_error(kb):
     found = kb.check().find("KB203")
     lines = path.read_text().splitlines()
     line, given = lines.index("  kind: not sure") + 1, lines.index("kind: serving-engine") + 1
-    assert found == [f"records/engines/x.md:{line}:3: error KB203 unknown.kind: kind is given (line {given}) and also said "
-                     "to be unknown; keep one"]
+    assert found == [
+        f"records/engines/x.md:{line}:3: error KB203 unknown.kind: kind is given (line {given}) and also said "
+        "to be unknown; keep one"
+    ]
 
 
 def test_an_unknown_entry_must_name_a_field_of_the_type(kb):
     engine(kb, "kind: serving-engine\nunknown:\n  licence: not stated\n")
     found = kb.check().find("KB201")
-    assert len(found) == 1 and "unknown.licence: 'licence' is not a field of type 'engine' (did you mean 'license'?)" in found[0]
+    assert (
+        len(found) == 1
+        and "unknown.licence: 'licence' is not a field of type 'engine' (did you mean 'license'?)" in found[0]
+    )
 
 
 def test_the_site_shows_the_record_as_incomplete_with_the_reason(kb):
