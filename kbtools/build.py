@@ -280,11 +280,15 @@ class SiteBuilder:
             "inputs": inputs,
         }
 
+    def parameter_link(self, page: str, parameter_id: str) -> dict[str, Any]:
+        parameter, _ = self.index.resolve(parameter_id)
+        return self.link(page, parameter.key) if parameter is not None else {"label": parameter_id, "href": None}
+
     def source_link(self, page: str, source_id: str) -> dict[str, Any] | None:
         record, _ = self.index.resolve(source_id)
         if record is None:
             return None
-        view = self.link(page, record.key)
+        view: dict[str, Any] = dict(self.link(page, record.key))
         url = record.data.get("url")
         view["url"] = url if isinstance(url, str) and safe_url(url) else None
         return view
@@ -430,9 +434,7 @@ class SiteBuilder:
         inputs = self.inputs_view(page, record)
         hardware = [
             {
-                "parameter": self.link(page, self.index.resolve(pid)[0].key)
-                if self.index.resolve(pid)[0]
-                else {"label": pid, "href": None},
+                "parameter": self.parameter_link(page, pid),
                 "rows": [{"link": self.link(page, k), "value": self.value_view(page, v)} for k, v in table.items()],
                 "chart": Markup(
                     bar_chart(
@@ -465,7 +467,7 @@ class SiteBuilder:
             for s in (self.source_link(page, sid) for sid in record.data.get("sources") or [] if isinstance(sid, str))
             if s
         ]
-        outgoing = defaultdict(list)
+        outgoing: defaultdict[str, list[dict[str, str]]] = defaultdict(list)
         if self.corpus.graph is not None and key in self.corpus.graph:
             for _, target, data in self.corpus.graph.out_edges(key, data=True):
                 # each figure's own long-form source joins one group rather than one per field
@@ -517,7 +519,7 @@ class SiteBuilder:
         )
 
     def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:
-        inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
+        inputs = record.mapping("inputs")
         out = []
         for name, raw in inputs.items():
             items = raw if isinstance(raw, list) else [raw]
@@ -593,12 +595,12 @@ class SiteBuilder:
         return roofline(self.roofs(page, spec, keys, (compare,)), f"Rooflines compared (dense {str(compare).upper()})")
 
     def parameter_chart(self, page: str, record: Record) -> str:
-        carried = record.data.get("carried_by") if isinstance(record.data.get("carried_by"), dict) else {}
+        carried = record.mapping("carried_by")
         bars = []
         unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
         for key in (k for type_name in carried for k in self.calculator.by_type.get(type_name, [])):
             other = self.corpus.records[key]
-            field = carried.get(other.type)
+            field = carried.get(other.type or "")
             value = self.corpus.computed.get(key, {}).get("fields", {}).get(field) if field else None
             if value is not None and value.quantity is not None and unit:
                 try:

@@ -198,7 +198,8 @@ class Positions(Mapping):
     __slots__ = ("_raw", "_map")
 
     def __init__(self, raw: str):
-        self._raw, self._map = raw, None
+        self._raw: str | None = raw
+        self._map: dict | None = None
 
     @staticmethod
     def pack(positions: Mapping) -> str:
@@ -209,7 +210,7 @@ class Positions(Mapping):
 
     def _built(self) -> dict:
         if self._map is None:
-            self._map = {tuple(p[0]): (p[1], p[2]) for p in json.loads(self._raw)}
+            self._map = {tuple(p[0]): (p[1], p[2]) for p in json.loads(self._raw or "[]")}
             self._raw = None
         return self._map
 
@@ -415,7 +416,8 @@ class Cache:
                 meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in rows.items()}
                 if meta.get("key") != self.key:
                     return  # another kb, another schema, or not signed by this user: start afresh
-                self.written_ns = meta.get("written_ns") if isinstance(meta.get("written_ns"), int) else 0
+                written = meta.get("written_ns")
+                self.written_ns = written if isinstance(written, int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
                 for table in (self.files, self.compute):
                     table.raw = {
@@ -492,9 +494,9 @@ class Cache:
         try:
             with connection:
                 connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
-                for table in ("files", "compute"):
+                for table_name in ("files", "compute"):
                     connection.execute(
-                        f"CREATE TABLE IF NOT EXISTS {table} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)"
+                        f"CREATE TABLE IF NOT EXISTS {table_name} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)"
                     )
                 stored = connection.execute("SELECT body FROM meta WHERE name = 'key'").fetchone()
                 fresh = stored is None or self._verify("meta", "key", *json.loads(stored[0])) != self.key

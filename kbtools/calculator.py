@@ -12,7 +12,7 @@ import ast
 from typing import Any
 
 from .compute import matching
-from .formula import FormulaError, _literal_number, parse_formula
+from .formula import FormulaError, _literal_number, constant, ident, parse_formula
 from .links import Index
 from .model import Corpus
 from .units import QuantityError, parse_quantity_text, parse_unit
@@ -31,11 +31,11 @@ def tree(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, str):
             return {"q": base(parse_quantity_text(node.value, None))}
-        return {"q": {"m": float(node.value), "d": {}}}
+        return {"q": {"m": float(node.value) if isinstance(node.value, (int, float)) else 0.0, "d": {}}}
     if isinstance(node, ast.Name):
         return {"name": node.id}
     if isinstance(node, ast.Attribute):
-        return {"attr": [node.value.id, node.attr]}
+        return {"attr": [ident(node.value), node.attr]}
     if isinstance(node, ast.UnaryOp):
         inner = tree(node.operand)
         return {"neg": inner} if isinstance(node.op, ast.USub) else inner
@@ -44,13 +44,13 @@ def tree(node: ast.AST) -> Any:
             return {"pow": [tree(node.left), _literal_number(node.right)]}
         return {"op": _OPS[type(node.op)], "l": tree(node.left), "r": tree(node.right)}
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # record.function(args)
-        return {"fn": [node.func.value.id, node.func.attr], "args": [tree(a) for a in node.args]}
+        return {"fn": [ident(node.func.value), node.func.attr], "args": [tree(a) for a in node.args]}
     if isinstance(node, ast.Call):
-        if node.func.id == "param":
-            return {"param": [node.args[0].id, node.args[1].value]}
-        if node.func.id == "default":
+        if ident(node.func) == "param":
+            return {"param": [ident(node.args[0]), constant(node.args[1])]}
+        if ident(node.func) == "default":
             return {"default": [tree(node.args[0]), tree(node.args[1])]}
-        return {"call": node.func.id, "args": [tree(a) for a in node.args]}
+        return {"call": ident(node.func), "args": [tree(a) for a in node.args]}
     raise FormulaError("KB501", f"cannot export {type(node).__name__}")
 
 
@@ -67,7 +67,7 @@ class CalculatorExporter:
         self.exports: dict[str, Any] = {}
         self.by_type: dict[str, list[str]] = {}
         for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
-            self.by_type.setdefault(record.type, []).append(key)
+            self.by_type.setdefault(record.type or "", []).append(key)
         self.parameters = {
             r.id: r.data.get("carried_by")
             for r in corpus.records.values()
@@ -98,8 +98,8 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
         entry = corpus.computed.get(target_key, {})
         values = {name: base(v.quantity) for name, v in entry.get("fields", {}).items() if v.quantity is not None}
         values.update({name: base(v.quantity) for name, v in entry.get("costs", {}).items() if v.quantity is not None})
-        refs = {}
-        record_type = corpus.registry.types.get(target.type)
+        refs: dict[str, str | list[str]] = {}
+        record_type = corpus.registry.types.get(target.type or "")
         for name, plan in record_type.plan.properties.items() if record_type else []:
             raw = target.data.get(name)
             if plan.ref_types and isinstance(raw, str):
@@ -107,7 +107,8 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
                 if resolved:
                     refs[name] = resolved.key
             elif plan.items is not None and plan.items.ref_types and isinstance(raw, list):
-                refs[name] = [index.resolve(x)[0].key for x in raw if isinstance(x, str) and index.resolve(x)[0]]
+                found = [index.resolve(x)[0] for x in raw if isinstance(x, str)]
+                refs[name] = [r.key for r in found if r is not None]
         functions = {}  # the type's functions, each resolved to the variant this record's fields select
         for function, specs in record_type.functions.items() if record_type else []:
             spec = matching(target, specs)
@@ -131,9 +132,10 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
     inputs = []
     for name, raw in (record.data.get("inputs") or {}).items():
         items = raw if isinstance(raw, list) else [raw]
-        targets = [index.resolve(x)[0] for x in items if isinstance(x, str) and "/" in x]
-        if targets and all(targets):
-            types = {t.type for t in targets}
+        resolved = [index.resolve(x)[0] for x in items if isinstance(x, str) and "/" in x]
+        targets = [t for t in resolved if t is not None]
+        if targets and len(targets) == len(resolved):
+            types = {t.type or "" for t in targets}
             keys = [t.key for t in targets]
             others = [k for t in sorted(types) for k in shared.by_type.get(t, [])[:MAX_CHOICES] if k not in keys]
             choices = sorted(
@@ -182,14 +184,14 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
     for name, spec in costs.items():
         try:
             formula = parse_formula(spec["formula"])
-            unit = parse_unit(spec["unit"])
+            cost_unit = parse_unit(spec["unit"])
             exported = {
                 "name": name,
                 "label": spec.get("label", ""),
                 "tree": tree(formula.tree),
                 "formula": formula.text,
                 "unit": spec["unit"],
-                "factor": base(1 * unit)["m"],
+                "factor": base(1 * cost_unit)["m"],
             }
         except (FormulaError, QuantityError, KeyError):
             return None

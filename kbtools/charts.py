@@ -34,11 +34,11 @@ def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
         return ""
     groups = list(dict.fromkeys(b.group for b in bars))
     row, label_w, width = 22, 250, 760
-    legend_rows, x = 1, 0
+    legend_rows, x = 1, 0.0
     for group in groups:  # legend entries flow left to right, wrapping
         w = 24 + 6.2 * len(group)
         if x + w > width and x > 0:
-            legend_rows, x = legend_rows + 1, 0
+            legend_rows, x = legend_rows + 1, 0.0
         x += w
     top = 28 + 16 * legend_rows
     plot_w = width - label_w - 90
@@ -81,11 +81,11 @@ def bar_chart(bars: list[Bar], unit: str, title: str, log: bool = True) -> str:
         out.append(
             f'<text class="bar-value" x="{label_w + w + 5:.1f}" y="{y + 15}">{escape(format_number(bar.value))}</text>'
         )
-    legend_x, legend_y = 0, 24
+    legend_x, legend_y = 0.0, 24
     for series, group in enumerate(groups):
         w = 24 + 6.2 * len(group)
         if legend_x + w > width and legend_x > 0:
-            legend_x, legend_y = 0, legend_y + 16
+            legend_x, legend_y = 0.0, legend_y + 16
         out.append(
             f'<rect class="bar series-{series}" x="{legend_x}" y="{legend_y}" width="10" height="10"/>'
             f'<text class="legend" x="{legend_x + 14}" y="{legend_y + 9}">{escape(group)}</text>'

@@ -141,6 +141,7 @@ class Computer:
     written: dict[tuple[str, FieldPath], Written] = field(default_factory=dict)
     competing: dict[tuple[str, FieldPath], list[Written]] = field(default_factory=dict)  # the non-preferred values
     memo: dict[tuple[str, str], Any] = field(default_factory=dict)
+    broken_schema_formulas: set[tuple[str, str]] = field(default_factory=set)
     active: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -511,9 +512,9 @@ class Computer:
         try:
             return parse_formula(spec.get("formula", ""))
         except FormulaError as exc:
-            key = ("schema", record.type, spec.get("formula"))
-            if key not in self.memo:
-                self.memo[key] = True
+            key = (record.type or "", str(spec.get("formula")))
+            if key not in self.broken_schema_formulas:  # one report per schema formula, not one per record
+                self.broken_schema_formulas.add(key)
                 schema_path = self.types[record.type].schema_path
                 self.diagnostics.append(
                     Diagnostic.make(
@@ -544,8 +545,8 @@ class Computer:
         """The record a name stands for: a for_each binding, a reference input, or a reference field."""
         if name in bindings:
             return bindings[name]
-        inputs = record.data.get("inputs")
-        is_input = isinstance(inputs, dict) and name in inputs
+        inputs = record.mapping("inputs")
+        is_input = name in inputs
         raw = inputs.get(name) if is_input else record.data.get(name)
         if is_input and not _is_reference(raw, self.corpus):
             # a quantity (or a list): `n.value` where n is '4 GB' names nothing, and must say so
@@ -735,8 +736,7 @@ class Computer:
     def cost_lookup(
         self, record: Record, cost_name: str, bindings: dict[str, Record], row_key: str | None, used: dict[str, Value]
     ):
-        inputs = record.data.get("inputs") if isinstance(record.data.get("inputs"), dict) else {}
-        costs = record.data.get("costs") if isinstance(record.data.get("costs"), dict) else {}
+        inputs, costs = record.mapping("inputs"), record.mapping("costs")
         self.parse_quantities(record)
 
         def lookup(parts: tuple[str, ...]) -> Any:
@@ -772,7 +772,7 @@ class Computer:
                     value = rows[row_key]
                 else:
                     used[shown] = value
-                    return Table({k: v.quantity for k, v in value.rows})
+                    return Table({k: v.quantity for k, v in value.rows or ()})
             used[shown] = value
             return value.quantity
 
@@ -817,7 +817,7 @@ class Computer:
                     f"{text}: {target.key} is a {target.type}, whose schema declares no function "
                     f"'{function}' (it declares: {known})",
                 )
-            parameters = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
+            parameters: dict[str, Any] = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
             if len(args) != len(parameters):
                 raise FormulaError(
                     "KB502",
@@ -867,7 +867,7 @@ class Computer:
             "KB500",
             record,
             path,
-            f"{label}: stated {format_quantity(stated)} but {computed.formula.text} = {substituted(computed)} "
+            f"{label}: stated {format_quantity(stated)} but {computed.formula.text if computed.formula else computed.name} = {substituted(computed)} "
             f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)",
         )
 
@@ -994,8 +994,8 @@ class Computer:
         out = []
         for found in find_inline_values(record.body):
             line = record.body_line + found.line
-            expression, _, unit = found.content.partition("|")
-            expression, unit = expression.strip(), unit.strip() or None
+            expression, _, unit_text = found.content.partition("|")
+            expression, unit = expression.strip(), unit_text.strip() or None
             value, rendered = None, None
             try:
                 value = self.inline_value(record, expression)
@@ -1144,8 +1144,9 @@ def verdict(value: Value) -> str:
     word = _verdict_word(ratio)
     shown = f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time"
     flips = [label for label, q in value.variants if _verdict_word(float(q.to("dimensionless").magnitude)) != word]
-    if flips:  # a competing input value turns the verdict round: say so, never hide it behind the preferred one
-        low, high = value.spread
+    spread = value.spread
+    if flips and spread is not None:  # a competing input value turns the verdict round: say so, never hide it
+        low, high = spread
         shown += (
             f"; {format_quantity(low.to('dimensionless'), None, 3)}× to {format_quantity(high.to('dimensionless'), None, 3)}× "
             f"over competing values, so the verdict turns on {', '.join(flip.split(' = ')[0] for flip in flips)}"
@@ -1181,13 +1182,18 @@ def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: An
         return _under(values[key], label)
 
     for label in labels:
+
+        def name(parts: tuple[str, ...], label: str = label) -> Any:
+            return pick(".".join(parts), label)
+
+        def param(var: str, pid: str, label: str = label) -> Any:
+            return pick(f"param({var}, '{pid}')", label)
+
+        def call(var: str, function: str, args: list, text: str, label: str = label) -> Any:
+            return pick(text, label)
+
         try:
-            figure = evaluate(
-                formula,
-                lambda parts, label=label: pick(".".join(parts), label),
-                lambda var, pid, label=label: pick(f"param({var}, '{pid}')", label),
-                lambda var, function, args, text, label=label: pick(text, label),
-            )
+            figure = evaluate(formula, name, param, call)
             out.append((label, figure.to(units)))
         except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
             continue  # this variant cannot be computed (say, a division by zero): the range leaves it out
@@ -1284,7 +1290,7 @@ def recompute_costs(corpus: Corpus) -> Corpus:
     computed = computer.run(only)
     diagnostics = list(computer.diagnostics)
     record_paths = {r.path: r.key for r in corpus.records.values()}
-    if reuse:
+    if reuse and only is not None:
         driven_paths = {corpus.records[k].path for k in only}
         diagnostics = [d for d in diagnostics if d.path in driven_paths or d.path not in record_paths]
         for key in corpus.records:

@@ -77,8 +77,8 @@ def _items(each: str, record: Record, record_type) -> Iterator[tuple[FieldPath, 
                 where = path + ((index,) if index is not None else ())
                 yield where, {**default, **(entry if isinstance(entry, dict) else {"value": entry})}
     else:
-        entries = data.get(each)
-        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+        listed = data.get(each)
+        for index, entry in enumerate(listed if isinstance(listed, list) else ()):
             if isinstance(entry, dict):
                 yield (each, index), entry
 

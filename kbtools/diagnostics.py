@@ -353,7 +353,8 @@ def render_reference(schema_dir: str = "schema") -> str:
         "# Diagnostics reference",
         "",
         "Every finding `kb check` reports has a stable code. Text output is one line per finding:",
-        "`path:line:col: severity CODE message`. Errors make `kb check` exit 1; warnings do not,",
+        "`path:line:col: severity CODE message`, and `(hint: ...)` after it when kb has a fix to suggest",
+        "(JSON keeps the hint in its own field). Errors make `kb check` exit 1; warnings do not,",
         "unless `--strict` is given. This page is generated from `kbtools/diagnostics.py`.",
         "",
         "| Code | Severity | Meaning | Example |",
@@ -385,7 +386,7 @@ def _declared_constraints(schema_dir: str) -> list[tuple[str, dict]]:
     import json
     from pathlib import Path
 
-    out = []
+    out: list[tuple[str, dict]] = []
     for path in sorted(Path(schema_dir).glob("*.schema.json")):
         try:
             rules = json.loads(path.read_text(encoding="utf-8")).get("x-kb-constraints", [])

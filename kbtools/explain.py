@@ -20,7 +20,7 @@ def explain_record(corpus: Corpus, key: str) -> list[str]:
     lines = [f"{key} ({corpus.records[key].path})"]
     for group in ("fields", "costs"):
         for name, value in entry.get(group, {}).items():
-            how = f"= {value.formula.text}" if value.computed else f"[{value.basis}]"
+            how = f"= {value.formula.text if value.formula else value.name}" if value.computed else f"[{value.basis}]"
             if value.recomputed is not None:
                 how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"
             if value.computed and value.variants:
@@ -46,14 +46,14 @@ def _sources(value: Value) -> str:
 def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = False) -> list[str]:
     lines: list[str] = []
     if value.rows is not None:
-        lines.append(f"{indent}for each row: {value.formula.text}  [{value.unit}]")
+        lines.append(f"{indent}for each row: {value.formula.text if value.formula else value.name}  [{value.unit}]")
         for row_key, row in value.rows:
             spread = f"  (range over competing values {row.spread_shown()})" if row.variants else ""
             lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}{spread}")
         return lines
     checked = value.recomputed
     if value.computed:
-        lines.append(f"{indent}= {value.formula.text}")
+        lines.append(f"{indent}= {value.formula.text if value.formula else value.name}")
         lines.append(f"{indent}= {substituted(value)}")
         lines.append(f"{indent}≈ {value.shown()}")
         lines.append(

@@ -47,7 +47,7 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
                         rows[k]["range"] = _spread(v, v.quantity.units)
                 out[name] = {"rows": rows, "computed": True, "formula": value.formula.text if value.formula else None}
                 continue
-            unit = _canonical(corpus, corpus.records[key].type, name) if group == "fields" else value.unit
+            unit = _canonical(corpus, corpus.records[key].type or "", name) if group == "fields" else value.unit
             quantity = value.quantity.to(unit) if unit else value.quantity
             out[name] = {
                 "value": float(quantity.magnitude),

@@ -114,7 +114,7 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
         if not isinstance(node.value, ast.Name):
             raise FormulaError("KB501", "only one level of attribute is allowed (record.field)")
         _check_identifier(node.attr)
-        names.append((node.value.id, node.attr))
+        names.append((ident(node.value), node.attr))
         return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
         # record.function(args): a function the record's type declares (x-kb-functions), checked when evaluated
@@ -125,26 +125,26 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
             )
         return
     if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            shown = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
+        if not isinstance(node.func, ast.Name) or ident(node.func) not in FUNCTIONS:
+            shown = ident(node.func) if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
             raise FormulaError(
                 "KB501",
                 f"function '{shown}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))}, "
                 "or a function a record's type declares, called as record.name(...))",
             )
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or not node.args:
-            raise FormulaError("KB501", f"{node.func.id}() takes plain positional arguments")
-        if node.func.id == "default" and (
+            raise FormulaError("KB501", f"{ident(node.func)}() takes plain positional arguments")
+        if ident(node.func) == "default" and (
             len(node.args) != 2 or not isinstance(node.args[0], (ast.Name, ast.Attribute))
         ):
             raise FormulaError(
                 "KB501", "default() is written default(name, fallback): the fallback when the name has no value"
             )
-        if node.func.id == "param":
+        if ident(node.func) == "param":
             if (
                 len(node.args) != 2
                 or not isinstance(node.args[0], ast.Name)
-                or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+                or not (isinstance(node.args[1], ast.Constant) and isinstance(constant(node.args[1]), str))
             ):
                 raise FormulaError("KB501", "param() is written param(record, 'hardware-parameter-id')")
         return
@@ -154,6 +154,20 @@ def _check_node(node: ast.AST, names: list[tuple[str, ...]]) -> None:
 def _check_identifier(name: str) -> None:
     if name.startswith("_"):
         raise FormulaError("KB501", f"name '{name}' is not allowed (names may not start with '_')")
+
+
+def ident(node: ast.expr) -> str:
+    """The name a checked formula has at this node: _check_node lets only a name stand here."""
+    if not isinstance(node, ast.Name):
+        raise FormulaError("KB501", f"expected a name, not {ast.unparse(node)}")
+    return node.id
+
+
+def constant(node: ast.expr) -> Any:
+    """The literal a checked formula has at this node (param()'s field name, say)."""
+    if not isinstance(node, ast.Constant):
+        raise FormulaError("KB501", f"expected a literal, not {ast.unparse(node)}")
+    return node.value
 
 
 def _literal_number(node: ast.AST) -> float | None:
@@ -221,7 +235,7 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
     if isinstance(node, ast.Name):
         return lookup((node.id,))
     if isinstance(node, ast.Attribute):
-        return lookup((node.value.id, node.attr))
+        return lookup((ident(node.value), node.attr))
     if isinstance(node, ast.UnaryOp):
         value = _scalar(_eval(node.operand, lookup, param, call), node.operand)
         return -value if isinstance(node.op, ast.USub) else value
@@ -245,9 +259,9 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         if call is None:
             raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
         args = [_scalar(_eval(a, lookup, param, call), a) for a in node.args]
-        return call(node.func.value.id, node.func.attr, args, ast.unparse(node))
+        return call(ident(node.func.value), node.func.attr, args, ast.unparse(node))
     if isinstance(node, ast.Call):
-        name = node.func.id
+        name = ident(node.func)
         if name == "default":
             try:
                 return _eval(node.args[0], lookup, param, call)
@@ -256,7 +270,7 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         if name == "param":
             if param is None:
                 raise FormulaError("KB501", "param() is not available here")
-            return param(node.args[0].id, node.args[1].value)
+            return param(ident(node.args[0]), constant(node.args[1]))
         args = [_eval(a, lookup, param, call) for a in node.args]
         if name in ("min", "max"):
             values = [v for a in args for v in (a.values() if isinstance(a, Table) else [a])]
@@ -347,14 +361,14 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
         return f"({text})" if mine < parent or (right and mine == parent) else text
     if isinstance(node, ast.Call):
         if (
-            isinstance(node.func, ast.Name) and node.func.id == "default"
+            isinstance(node.func, ast.Name) and ident(node.func) == "default"
         ):  # the value it took: the name's, or the fallback
             text = name_text(node.args[0])
             return text if text is not None else render(node.args[1], name_text, parent, right)
         if (
-            isinstance(node.func, ast.Attribute) or node.func.id == "param"
+            isinstance(node.func, ast.Attribute) or ident(node.func) == "param"
         ):  # the value it read, when known, stands for the call
             text = name_text(node)
             return text if text is not None else ast.unparse(node)
-        return f"{node.func.id}(" + ", ".join(render(a, name_text) for a in node.args) + ")"
+        return f"{ident(node.func)}(" + ", ".join(render(a, name_text) for a in node.args) + ")"
     return ast.unparse(node)

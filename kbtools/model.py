@@ -99,6 +99,12 @@ class Record:
         value = self.data.get("id")
         return value if isinstance(value, str) else self.stem
 
+    def mapping(self, name: str) -> dict[str, Any]:
+        """A field that should be a mapping (inputs, costs, carried_by), or {} when it is absent or is not one
+        (the schema stage reports that)."""
+        value = self.data.get(name)
+        return value if isinstance(value, dict) else {}
+
     @property
     def unknown(self) -> dict[str, str]:
         """The `unknown:` block: field -> why it is not known yet (a required field listed there may be left out)."""

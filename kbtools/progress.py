@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -26,7 +26,7 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
     if not _enabled:
         yield from items
         return
-    total = total if total is not None else (len(items) if hasattr(items, "__len__") else None)
+    total = total if total is not None else (len(items) if isinstance(items, Sized) else None)
     start, bar, task = time.monotonic(), None, None
     try:
         for done, item in enumerate(items):
@@ -44,7 +44,7 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
                 )
                 bar.start()
                 task = bar.add_task(description, total=total, completed=done)
-            if bar is not None:
+            if bar is not None and task is not None:
                 bar.update(task, completed=done)
             yield item
     finally:

@@ -228,9 +228,10 @@ def _field_names(computer, record: Record, own: list[Known]) -> dict[str, re.Pat
     record_type = computer.types.get(record.type)
     out = {}
     for known in own:
-        plan = record_type.plan.properties.get(known.field) if record_type else None
-        words = [known.field.replace("_", " "), known.field, *((plan.names or ()) if plan is not None else ())]
-        out[known.field] = _words_pattern(tuple(words))
+        name = known.field or ""  # a record's own value always has one
+        plan = record_type.plan.properties.get(name) if record_type else None
+        words = [name.replace("_", " "), name, *((plan.names or ()) if plan is not None else ())]
+        out[name] = _words_pattern(tuple(words))
     return out
 
 
@@ -345,7 +346,7 @@ def _contradicted(
     for known in own:
         if not figure.quantity.is_compatible_with(known.quantity):
             continue
-        named = names[known.field].search(sentence) or (claimed == known.field and _CLAIMS_THIS.search(sentence))
+        named = names[known.field or ""].search(sentence) or (claimed == known.field and _CLAIMS_THIS.search(sentence))
         if not named:
             continue
         if any(_agrees(figure, q) for q in (known.quantity, *known.competing)):

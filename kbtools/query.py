@@ -78,6 +78,8 @@ def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
     actual = _value(corpus, record, flt.field)
     if actual is None:
         return False
+    left: Any  # numbers compare as numbers, anything else as its text (both sides alike)
+    right: Any
     if hasattr(actual, "magnitude"):  # a quantity: compare with units
         try:
             wanted = flt.quantity if flt.quantity is not None else parse_quantity_text(flt.value, None)
@@ -132,12 +134,13 @@ def _machine(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str],
     out_columns = [x for c in columns for x in ([c, f"{c}_unit"] if c in quantity_columns else [c])]
     out_rows = []
     for row in rows:
-        new = {}
+        new: dict[str, Any] = {}
         for column in columns:
             value = row.get(column)
             if column in quantity_columns:
-                new[column] = float(value.magnitude) if hasattr(value, "magnitude") else None
-                new[f"{column}_unit"] = f"{value.units:~P}" if hasattr(value, "magnitude") else None
+                known = value is not None and hasattr(value, "magnitude")
+                new[column] = float(value.magnitude) if known else None  # type: ignore[union-attr]
+                new[f"{column}_unit"] = f"{value.units:~P}" if known else None  # type: ignore[union-attr]
             else:
                 new[column] = value
         out_rows.append(new)

@@ -495,7 +495,8 @@ def _constraints(schema: dict[str, Any], resolver) -> tuple[tuple[dict, ...], li
     for sub in schema.get("allOf", []):
         if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
             sources.insert(0, (resolver.lookup(sub["$ref"]).contents, sub["$ref"]))
-    rules, problems = [], []
+    rules: list[dict] = []
+    problems: list[tuple[str, str]] = []
     for document, name in sources:
         declared = document.get("x-kb-constraints", [])
         for rule in declared if isinstance(declared, list) else [declared]:

@@ -39,7 +39,7 @@ class BodyRenderer:
         self.index = Index(corpus)
         self.href = href  # (from_key, to_key) -> relative URL
         self.md = new_parser()
-        self.md.validateLink = safe_url
+        self.md.validateLink = safe_url  # type: ignore[method-assign]  # markdown-it's documented way to vet URLs
         # markdown-it binds rules to its renderer: plain functions that close over self
         self.md.add_render_rule(
             "wikilink", lambda _r, tokens, idx, options, env: self._wikilink(tokens, idx, options, env)
@@ -61,15 +61,16 @@ class BodyRenderer:
     def _wikilink(self, tokens, idx, options, env) -> str:
         meta = tokens[idx].meta
         target, _ = self.index.resolve(meta["target"])
-        label = html.escape(
-            meta["label"]
-            or (target.data.get("name") if target and isinstance(target.data.get("name"), str) else meta["target"])
-        )
+        name = target.data.get("name") if target is not None else None
+        label = html.escape(str(meta["label"] or (name if isinstance(name, str) else meta["target"])))
         href = self.href(env["key"], target.key) if target is not None else ""
         if not href:
             return f'<span class="broken-link" title="no such record">{label}</span>'
         anchor = f"#{meta['anchor'].lower()}" if meta["anchor"] else ""
-        return f'<a class="wikilink type-{html.escape(target.type or "")}" href="{html.escape(href + anchor, quote=True)}">{label}</a>'
+        kind = target.type or "" if target is not None else ""
+        return (
+            f'<a class="wikilink type-{html.escape(kind)}" href="{html.escape(href + anchor, quote=True)}">{label}</a>'
+        )
 
     def _value(self, tokens, idx, options, env) -> str:
         inline = env["inline"]
@@ -95,4 +96,4 @@ class BodyRenderer:
         href = token.attrGet("href") or ""
         if href.startswith(("http:", "https:")):
             token.attrSet("rel", "noopener noreferrer nofollow")
-        return self.md.renderer.renderToken(tokens, idx, options, env)
+        return self.md.renderer.renderToken(tokens, idx, options, env)  # type: ignore[attr-defined]

@@ -65,7 +65,7 @@ def format_github(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) ->
 
 def format_sarif(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
     """SARIF 2.1.0, for code-scanning upload."""
-    first = {}
+    first: dict[str, Diagnostic] = {}
     for d in diagnostics:
         first.setdefault(d.code, d)
     # a code a schema's constraint declares is not in CODES: its first finding describes it

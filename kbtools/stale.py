@@ -13,6 +13,7 @@ import math
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from .diagnostics import Diagnostic
 from .links import walk_plan
@@ -48,9 +49,9 @@ def changed_since(root: Path, rev: str) -> list[str] | None:
     return sorted(set((names or []) + untracked))
 
 
-def _quantities(corpus: Corpus, type_name: str, data: dict) -> dict[str, object]:
-    record_type = corpus.registry.types.get(type_name)
-    out = {}
+def _quantities(corpus: Corpus, type_name: str | None, data: dict) -> dict[str, Any]:
+    record_type = corpus.registry.types.get(type_name) if type_name else None
+    out: dict[str, Any] = {}
     if record_type is None:
         return out
     for path, value, plan in walk_plan(record_type.plan, data):

@@ -23,7 +23,9 @@ MAX_MAGNITUDE = 1e30  # beyond any figure this domain has; keeps arithmetic far 
 
 @lru_cache(maxsize=1)
 def registry() -> pint.UnitRegistry:
-    ureg = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=False, cache_folder=None)
+    ureg: pint.UnitRegistry = pint.UnitRegistry(
+        str(DEFINITIONS), autoconvert_offset_to_baseunit=False, cache_folder=None
+    )
     ureg.formatter.default_format = "~P"
     return ureg
 

@@ -147,8 +147,8 @@ def test_a_crash_in_one_record_is_reported_there_and_the_rest_is_checked(kb, mon
     result = kb.check("--no-cache")
     assert result.exit_code == 1
     assert (
-        "records/engines/f.md:1:1: error KB900 internal error while checking this file: ValueError: simulated bug"
-        in result.lines
+        "records/engines/f.md:1:1: error KB900 internal error while checking this file: ValueError: simulated bug "
+        "(hint: please report it with this file; the other files were checked)" in result.lines
     )
     assert any(" KB302 " in l and "engines/e.md" in l for l in result.lines)
 

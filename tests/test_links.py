@@ -37,7 +37,9 @@ def test_clean_graph_and_backlinks_grouped_by_field(kb):
     )
     result = kb.check()
     assert result.exit_code == 0, result.out
-    assert result.lines == ["records/flops/f.md:2:1: warning KB306 orphan: no record links to flops/f"]
+    assert result.lines == [
+        "records/flops/f.md:2:1: warning KB306 orphan: no record links to flops/f (hint: link it from a related record, or delete it)"
+    ]
     corpus = check_corpus(Settings(root=kb.root))
     assert backlinks(corpus, "accelerators/gpu-a") == {
         "affected_by_hardware[]": ["flops/f"],
@@ -162,6 +164,8 @@ def test_orphans_and_uncited_sources_warn(kb):
     kb.record("engines", "e", "engine", "kind: serving-engine\n")
     result = kb.check()
     assert result.exit_code == 0
-    assert result.find("KB306") == ["records/engines/e.md:2:1: warning KB306 orphan: no record links to engines/e"]
+    assert result.find("KB306") == [
+        "records/engines/e.md:2:1: warning KB306 orphan: no record links to engines/e (hint: link it from a related record, or delete it)"
+    ]
     assert [l.split(":")[0] for l in result.find("KB307")] == ["records/sources/src-b.md"]
     assert kb.check("--strict").exit_code == 1

@@ -48,7 +48,10 @@ def test_malformed_files(kb, name, content, code, line, col):
 def test_id_must_equal_file_stem(kb):
     kb.write("records/sources/src-a.md", GOOD.replace("id: src-a", "id: src-b"))
     found = only(kb.check(), "KB107")
-    assert found == ["records/sources/src-a.md:2:1: error KB107 id 'src-b' does not match the file name 'src-a'"]
+    assert found == [
+        "records/sources/src-a.md:2:1: error KB107 id 'src-b' does not match the file name 'src-a' "
+        "(hint: rename the file to src-b.md or set id: src-a)"
+    ]
 
 
 def test_id_must_be_a_slug(kb):

@@ -28,8 +28,8 @@ def test_schema_errors_point_at_their_keys(kb):
     )
     assert "records/models/m.md:11:1: error KB200 num_layers: -3 is less than the minimum of 1" in result.lines
     assert (
-        "records/models/m.md:12:1: error KB201 unknown field 'num_layer' for type 'model' (did you mean 'num_layers'?)"
-        in result.lines
+        "records/models/m.md:12:1: error KB201 unknown field 'num_layer' for type 'model' (did you mean 'num_layers'?) "
+        "(hint: fields are declared in schema/model.schema.json)" in result.lines
     )
     assert "records/models/m.md:13:1: error KB200 head_dim: 'wide' is not of type 'integer'" in result.lines
 
