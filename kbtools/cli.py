@@ -7,9 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .diagnostics import Diagnostic, Severity
-from .model import Settings
+from kbtools import __version__
+from kbtools.corpus import Settings
+from kbtools.diagnostics import Diagnostic, Severity
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -118,9 +118,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run_check(args: argparse.Namespace, settings: Settings) -> int:
-    from .pipeline import check_corpus, select
-    from .report import FORMATTERS, summarize
-    from .stale import changed_since, stale_figures
+    from kbtools.check.pipeline import check_corpus, select
+    from kbtools.check.stale import changed_since, stale_figures
+    from kbtools.outputs.report import FORMATTERS, summarize
 
     corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
     stale = []
@@ -143,10 +143,10 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
-    from .build import build_site
-    from .pipeline import check_corpus
-    from .publish import OutputError, check_output
-    from .report import format_text, summarize
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.report import format_text, summarize
+    from kbtools.site.build import build_site
+    from kbtools.site.publish import OutputError, check_output
 
     out = args.out or settings.root / "site" / "_build"
     try:
@@ -178,9 +178,9 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_new(args: argparse.Namespace, settings: Settings) -> int:
-    from .authoring import AuthoringError, new_record
-    from .links import Index
-    from .pipeline import check_corpus
+    from kbtools.authoring.new import AuthoringError, new_record
+    from kbtools.check.links import Index
+    from kbtools.check.pipeline import check_corpus
 
     corpus = check_corpus(settings, use_cache=True, complete=False)
     index = Index(corpus)
@@ -213,9 +213,9 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_query(args: argparse.Namespace, settings: Settings) -> int:
-    from .pipeline import check_corpus
-    from .query import QueryError, render
-    from .query import run_query as query
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.query import QueryError, render
+    from kbtools.outputs.query import run_query as query
 
     corpus = check_corpus(settings, use_cache=True, complete=True)
     try:
@@ -228,9 +228,9 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
-    from .export import write_json, write_sqlite
-    from .pipeline import check_corpus
-    from .publish import OutputError, check_export
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.export import write_json, write_sqlite
+    from kbtools.site.publish import OutputError, check_export
 
     if not args.sqlite and not args.json:
         print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
@@ -253,8 +253,8 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
-    from .atomic import remove_stale_temporaries, writers_lock
-    from .registry import load_registry
+    from kbtools.atomic import remove_stale_temporaries, writers_lock
+    from kbtools.registry import load_registry
 
     registry = load_registry(settings.schema_path, settings.root)
     with writers_lock(settings.records_path):
@@ -266,9 +266,9 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple[int, int, list[Path]]:
-    from .fmt import format_file
-    from .load import discover
-    from .report import one_line
+    from kbtools.authoring.fmt import format_file
+    from kbtools.check.load import discover
+    from kbtools.outputs.report import one_line
 
     if args.paths:
         files = [
@@ -291,9 +291,9 @@ def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
-    from .explain import explain_record, explain_value, find_value
-    from .links import Index
-    from .pipeline import check_corpus
+    from kbtools.check.links import Index
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.explain import explain_record, explain_value, find_value
 
     corpus = check_corpus(settings)
     ref, _, name = args.target.removeprefix("records/").removesuffix(".md").partition(".")
@@ -346,7 +346,7 @@ def _unknown_paths(paths: list[Path], settings: Settings) -> list[Diagnostic]:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    from .progress import configure
+    from kbtools.progress import configure
 
     configure(args.quiet)
     settings = Settings(root=args.root.resolve()) if args.root else Settings.discover()

@@ -193,7 +193,7 @@ CODES: dict[str, Code] = {
     ),
     "KB401": Code(
         E,
-        "A unit is not known to the project's unit registry (kbtools/units.txt).",
+        "A unit is not known to the project's unit registry (kbtools/lang/units.txt).",
         "records/accelerators/x.md:9:1: error KB401 memory_bandwidth: unknown unit 'TBps'",
     ),
     "KB402": Code(

@@ -41,7 +41,7 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
-from .diagnostics import Diagnostic
+from kbtools.diagnostics import Diagnostic
 
 
 @dataclass

@@ -117,33 +117,33 @@ def test_every_code_is_documented():
 
 
 def test_internal_error_is_one_line_and_exit_2(kb, monkeypatch):
-    import kbtools.pipeline
+    import kbtools.check.pipeline
 
     kb.source()
 
     def broken(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(kbtools.pipeline, "check_corpus", broken)
+    monkeypatch.setattr(kbtools.check.pipeline, "check_corpus", broken)
     result = kb.check()
     assert result.exit_code == 2
     assert result.err.strip() == "kb:1:1: error KB900 internal error: RuntimeError: simulated bug"
 
 
 def test_a_crash_in_one_record_is_reported_there_and_the_rest_is_checked(kb, monkeypatch):
-    import kbtools.load
+    import kbtools.check.load
 
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[nowhere]]\n")
     kb.record("engines", "f", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
-    real = kbtools.load.load_record_bytes
+    real = kbtools.check.load.load_record_bytes
 
     def flaky(raw, rel, *args):
         if rel.endswith("/f.md"):
             raise ValueError("simulated bug")
         return real(raw, rel, *args)
 
-    monkeypatch.setattr(kbtools.load, "load_record_bytes", flaky)
+    monkeypatch.setattr(kbtools.check.load, "load_record_bytes", flaky)
     result = kb.check("--no-cache")
     assert result.exit_code == 1
     assert (

@@ -595,8 +595,8 @@ def test_inline_table_row(kb):
         f"records/flops/hit.md:{line}:87: error KB509 inline value {{{{ hit_path_time[gpu-a] }}}}: "
         "'hit_path_time' has no row for 'gpu-a' (rows: storage-tiers/dram-a, storage-tiers/s3-a)"
     ]
-    from kbtools.model import Settings
-    from kbtools.pipeline import check_corpus
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.corpus import Settings
 
     inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
     assert [v.rendered for v in inline] == ["35.69 ms", "24.99 s", None]
@@ -643,8 +643,8 @@ def test_inline_arithmetic_over_qualified_fields(kb):
     assert [l.split(" error ")[1] for l in result.find("KB509")] == [
         "KB509 inline value {{ models/none.kv_bytes_per_token * 2 }}: no record 'models/none'"
     ]
-    from kbtools.model import Settings
-    from kbtools.pipeline import check_corpus
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.corpus import Settings
 
     inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
     assert [v.rendered for v in inline] == ["575.7 MB", None]
@@ -662,7 +662,7 @@ def test_inline_arithmetic_over_qualified_fields(kb):
     ],
 )
 def test_how_far_a_stated_figure_is_from_its_recomputation(stated, computed, words):
-    from kbtools.compute import how_far
+    from kbtools.check.compute import how_far
 
     assert how_far(stated, computed) == words
 

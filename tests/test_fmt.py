@@ -81,7 +81,7 @@ def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     sys.path.insert(0, str(REPO / "benchmarks"))
     from generate import generate
 
-    from kbtools.load import parse_record_bytes
+    from kbtools.check.load import parse_record_bytes
 
     root = tmp_path / "kb"
     generate(root, 3000, seed=5)

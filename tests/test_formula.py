@@ -2,8 +2,8 @@
 
 import pytest
 
-from kbtools.formula import FormulaError, evaluate, parse_formula
-from kbtools.units import registry
+from kbtools.lang.formula import FormulaError, evaluate, parse_formula
+from kbtools.lang.units import registry
 
 ESCAPES = [
     "__import__('os').system('true')",

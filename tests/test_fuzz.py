@@ -12,10 +12,10 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbtools.formula import FormulaError, Table, evaluate, parse_formula
-from kbtools.load import LoadError, parse_record_bytes
-from kbtools.units import QuantityError, parse_quantity_text, parse_written, registry
-from kbtools.wikilinks import scan_body
+from kbtools.check.load import LoadError, parse_record_bytes
+from kbtools.lang.formula import FormulaError, Table, evaluate, parse_formula
+from kbtools.lang.markdown import scan_body
+from kbtools.lang.units import QuantityError, parse_quantity_text, parse_written, registry
 
 EXAMPLES = int(os.environ.get("KB_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,8 +14,8 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "benchmarks"))
 from generate import generate  # noqa: E402
 
-from kbtools.model import Settings  # noqa: E402
-from kbtools.pipeline import check_corpus  # noqa: E402
+from kbtools.check.pipeline import check_corpus  # noqa: E402
+from kbtools.corpus import Settings  # noqa: E402
 
 
 def diagnostics(root: Path, cached: bool) -> list[tuple]:

@@ -1,8 +1,8 @@
 """The link graph: typed references and [[wikilinks]], each problem at its line."""
 
-from kbtools.links import backlinks
-from kbtools.model import Settings
-from kbtools.pipeline import check_corpus
+from kbtools.check.links import backlinks
+from kbtools.check.pipeline import check_corpus
+from kbtools.corpus import Settings
 
 
 def small(kb):

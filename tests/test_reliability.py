@@ -205,7 +205,7 @@ FORMATTABLE = (
 
 
 def test_fmt_skips_a_file_saved_while_it_worked(kb, monkeypatch, capsys):
-    import kbtools.fmt as fmt
+    import kbtools.authoring.fmt as fmt
 
     kb.source()
     path = kb.write("records/engines/x.md", FORMATTABLE.format(filler=""), dedent=False)
@@ -264,7 +264,7 @@ def test_new_records_get_the_umask_mode_not_0600(kb):
 
 
 def test_new_force_skips_a_record_saved_meanwhile(kb, monkeypatch):
-    import kbtools.authoring as authoring
+    import kbtools.authoring.new as authoring
 
     kb.source()
     assert kb.run("new", "engine", "--name", "Fresh", "--source", "src-a").exit_code == 0
@@ -322,7 +322,7 @@ def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
 
 def _forge(cache_file: Path, secret_home: Path | None) -> None:
     """Rewrite every row of a cache so that it reports nothing, signed with the secret under secret_home."""
-    from kbtools.cache import Cache, decode
+    from kbtools.check.cache import Cache, decode
 
     env_before = os.environ.get("XDG_CACHE_HOME")
     try:
@@ -408,7 +408,7 @@ def test_a_same_size_edit_with_the_mtime_kept_is_seen(kb, tmp_path, how):
 
 
 def test_an_edit_during_the_read_is_seen_next_time(kb, monkeypatch, capsys):
-    import kbtools.load as load
+    import kbtools.check.load as load
 
     kb.source()
     path = kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[src-a]]\n")

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .diagnostics import Diagnostic, Severity
+from kbtools.diagnostics import Diagnostic, Severity
 
 # A path into a record's frontmatter: keys and list indexes, e.g. ("hardware_parameters", 0, "parameter").
 FieldPath = tuple[str | int, ...]

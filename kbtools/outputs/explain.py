@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .compute import Value, substituted
-from .model import Corpus
-from .units import format_quantity
+from kbtools.check.compute import Value, substituted
+from kbtools.corpus import Corpus
+from kbtools.lang.units import format_quantity
 
 MAX_DEPTH = 8
 

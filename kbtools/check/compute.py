@@ -17,14 +17,14 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
-from .links import QUALIFIED, Index, walk_plan
-from .load import internal_error
-from .model import Corpus, FieldPath, Record, dotted
-from .progress import track
-from .prose import check_prose
-from .units import (
+from kbtools.check.links import QUALIFIED, Index, walk_plan
+from kbtools.check.load import internal_error
+from kbtools.check.prose import check_prose
+from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.diagnostics import Diagnostic
+from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
+from kbtools.lang.markdown import find_inline_values
+from kbtools.lang.units import (
     QuantityError,
     Written,
     check_dimension,
@@ -35,7 +35,7 @@ from .units import (
     parse_written,
     registry,
 )
-from .wikilinks import find_inline_values
+from kbtools.progress import track
 
 _ROW = re.compile(
     r"^(?:([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.)?([a-z_][a-z0-9_]*)\[\s*([a-z0-9][a-z0-9_-]*/[a-z0-9-]+|[a-z0-9-]+)\s*\]$"

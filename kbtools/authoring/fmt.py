@@ -17,9 +17,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from .atomic import ChangedMeanwhile, replace_file
-from .load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes, read_regular
-from .registry import TypeRegistry
+from kbtools.atomic import ChangedMeanwhile, replace_file
+from kbtools.check.load import CLOSING_FENCE, FENCE, LoadError, parse_record_bytes, read_regular
+from kbtools.registry import TypeRegistry
 
 
 @dataclass

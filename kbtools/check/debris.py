@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .model import Corpus, FieldPath, Record, dotted
-from .wikilinks import blank_inline_values
+from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.diagnostics import Diagnostic
+from kbtools.lang.markdown import blank_inline_values
 
 _DEBRIS = re.compile(
     r"(?<![%\w])%(?:\([a-z_]+\))?[sdifr](?![\w%])"  # printf placeholders: %s, %d, %(name)s

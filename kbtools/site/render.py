@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .links import Index
-from .wikilinks import new_parser, too_large
+from kbtools.check.links import Index
+from kbtools.lang.markdown import new_parser, too_large
 
 
 def safe_url(url: str) -> bool:
@@ -79,7 +79,7 @@ class BodyRenderer:
         source = html.escape(tokens[idx].content.strip())
         if found is None or found.rendered is None:
             return f'<span class="kb-value kb-value-error" title="not computed: see kb check">{{{{ {source} }}}}</span>'
-        from .compute import substituted
+        from kbtools.check.compute import substituted
 
         value = found.value
         why = f"{value.formula.text} = {substituted(value)}" if value.computed else f"stated in {value.record}"

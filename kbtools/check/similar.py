@@ -15,9 +15,9 @@ import re
 import unicodedata
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from .diagnostics import Diagnostic
-from .links import Index
-from .model import Corpus, Record
+from kbtools.check.links import Index
+from kbtools.corpus import Corpus, Record
+from kbtools.diagnostics import Diagnostic
 
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE)
 _TRACKING = re.compile(r"^(utm_[a-z]+|fbclid|gclid|mc_cid|mc_eid|ref|ref_src|authuser)$")  # none changes the document

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
-from .registry import RecordType, TypeRegistry
+from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
+from kbtools.registry import RecordType, TypeRegistry
 
 
 class AuthoringError(Exception):
@@ -113,7 +113,7 @@ def new_record(
                 f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
                 f"(types that can: {', '.join(readers) or 'none'})"
             )
-        from .hfconfig import ConfigError, load_config, read_config, record_text
+        from kbtools.authoring.hfconfig import ConfigError, load_config, read_config, record_text
 
         try:
             reading = read_config(load_config(from_config), from_config, dict(reader.get("fields", {})))

@@ -21,19 +21,19 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from . import __version__
-from .calculator import CalculatorExporter
-from .charts import Bar, Roof, bar_chart, neighbourhood, roofline
-from .compute import Value, substituted
-from .diagnostics import Diagnostic, Severity
-from .links import Index, backlinks, iter_references
-from .load import ID_PATTERN
-from .model import Corpus, Record
-from .progress import track
-from .publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
-from .registry import DIR_PATTERN
-from .render import BodyRenderer, safe_url, value_anchor
-from .units import format_quantity, registry
+from kbtools import __version__
+from kbtools.check.compute import Value, substituted
+from kbtools.check.links import Index, backlinks, iter_references
+from kbtools.check.load import ID_PATTERN
+from kbtools.corpus import Corpus, Record
+from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.lang.units import format_quantity, registry
+from kbtools.progress import track
+from kbtools.registry import DIR_PATTERN
+from kbtools.site.calculator import CalculatorExporter
+from kbtools.site.charts import Bar, Roof, bar_chart, neighbourhood, roofline
+from kbtools.site.publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
+from kbtools.site.render import BodyRenderer, safe_url, value_anchor
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 ENVELOPE = (

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
-from . import __version__
-from .diagnostics import CODES, Diagnostic, Severity
+from kbtools import __version__
+from kbtools.diagnostics import CODES, Diagnostic, Severity
 
 
 def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]:

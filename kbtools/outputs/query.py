@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .links import Index
-from .model import Corpus, Record
-from .units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
+from kbtools.check.links import Index
+from kbtools.corpus import Corpus, Record
+from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 
 FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
 ENVELOPE = {"id", "type", "name", "status", "confidence", "updated", "sources", "basis"}

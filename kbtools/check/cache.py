@@ -35,8 +35,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .diagnostics import Diagnostic, Severity
+from kbtools import __version__
+from kbtools.diagnostics import Diagnostic, Severity
 
 CACHE_DIR = ".kb-cache"
 CACHE_FILE = "check.sqlite"
@@ -57,8 +57,11 @@ def schema_key(schema_dir: Path) -> str:
             h.update(path.read_bytes())
         except OSError:
             h.update(b"unreadable")
-    # the tool's own code and unit definitions: a kb that changed may store or judge differently
-    for path in sorted(Path(__file__).parent.glob("*.py")) + [Path(__file__).with_name("units.txt")]:
+    # the tool's own code and unit definitions, every module of every subpackage: a kb that changed may
+    # store or judge differently
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts):
+        h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -110,9 +113,9 @@ _TYPES: dict[str, Any] = {}
 
 def _types() -> dict[str, Any]:
     if not _TYPES:  # imported on first use: these modules import this one
-        from .links import Reference
-        from .model import Record
-        from .wikilinks import BodyScan, InlineSpan, WikiLink
+        from kbtools.check.links import Reference
+        from kbtools.corpus import Record
+        from kbtools.lang.markdown import BodyScan, InlineSpan, WikiLink
 
         _TYPES.update(Reference=Reference, Record=Record, BodyScan=BodyScan, InlineSpan=InlineSpan, WikiLink=WikiLink)
     return _TYPES

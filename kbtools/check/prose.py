@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .model import FieldPath, Record, dotted
-from .units import QuantityError, format_quantity, parse_unit, registry
-from .wikilinks import blank_inline_values, too_large
+from kbtools.corpus import FieldPath, Record, dotted
+from kbtools.diagnostics import Diagnostic
+from kbtools.lang.markdown import blank_inline_values, too_large
+from kbtools.lang.units import QuantityError, format_quantity, parse_unit, registry
 
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 _FIGURE = re.compile(

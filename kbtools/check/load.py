@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from .cache import Cache, digest
-from .diagnostics import Diagnostic
-from .model import Corpus, FieldPath, Record, Settings
-from .progress import track
-from .registry import TypeRegistry
+from kbtools.check.cache import Cache, digest
+from kbtools.corpus import Corpus, FieldPath, Record, Settings
+from kbtools.diagnostics import Diagnostic
+from kbtools.progress import track
+from kbtools.registry import TypeRegistry
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 FENCE = re.compile(r"^---[ \t]*$")

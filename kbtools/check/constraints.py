@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .diagnostics import Diagnostic, Severity
-from .links import Index, walk_plan
-from .model import Corpus, FieldPath, Record, dotted
-from .similar import url_key
+from kbtools.check.links import Index, walk_plan
+from kbtools.check.similar import url_key
+from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.diagnostics import Diagnostic, Severity
 
 
 def check_constraints(corpus: Corpus) -> Corpus:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .compute import matching
-from .formula import FormulaError, _literal_number, constant, ident, parse_formula
-from .links import Index
-from .model import Corpus
-from .units import QuantityError, parse_quantity_text, parse_unit
+from kbtools.check.compute import matching
+from kbtools.check.links import Index
+from kbtools.corpus import Corpus
+from kbtools.lang.formula import FormulaError, _literal_number, constant, ident, parse_formula
+from kbtools.lang.units import QuantityError, parse_quantity_text, parse_unit
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 

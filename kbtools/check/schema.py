@@ -11,11 +11,11 @@ import re
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from .diagnostics import Diagnostic
-from .load import internal_error
-from .model import Corpus, FieldPath, Record
-from .progress import track
-from .registry import RecordType
+from kbtools.check.load import internal_error
+from kbtools.corpus import Corpus, FieldPath, Record
+from kbtools.diagnostics import Diagnostic
+from kbtools.progress import track
+from kbtools.registry import RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
 

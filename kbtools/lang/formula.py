@@ -23,7 +23,7 @@ from typing import Any
 
 import pint
 
-from .units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
+from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
 
 MAX_LENGTH = 2000
 MAX_NODES = 400
@@ -323,7 +323,7 @@ def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint
 
 def _unit_phrase(value: pint.Quantity) -> str:
     """'GB (information)', or 'a plain number' for a dimensionless value."""
-    from .units import describe_dimension
+    from kbtools.lang.units import describe_dimension
 
     if value.dimensionless and not f"{value.units:~P}":
         return "a plain number"

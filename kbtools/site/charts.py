@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-from .units import format_number
+from kbtools.lang.units import format_number
 
 
 @dataclass(frozen=True)

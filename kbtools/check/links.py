@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .model import Corpus, FieldPath, Record
-from .registry import FieldPlan
-from .wikilinks import BodyScan, headings, remember_scan, scan_body
+from kbtools.corpus import Corpus, FieldPath, Record
+from kbtools.diagnostics import Diagnostic
+from kbtools.lang.markdown import BodyScan, headings, remember_scan, scan_body
+from kbtools.registry import FieldPlan
 
 QUALIFIED = re.compile(r"^([a-z0-9][a-z0-9_-]*)/([a-z0-9]+(?:-[a-z0-9]+)*)$")
 

@@ -10,17 +10,17 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from .cache import Cache
-from .compute import recompute_costs
-from .constraints import check_constraints
-from .debris import find_debris
-from .diagnostics import Diagnostic
-from .links import resolve_links
-from .load import load_corpus
-from .model import Corpus, Settings
-from .registry import load_registry
-from .schema import validate_schemas
-from .similar import find_similar
+from kbtools.check.cache import Cache
+from kbtools.check.compute import recompute_costs
+from kbtools.check.constraints import check_constraints
+from kbtools.check.debris import find_debris
+from kbtools.check.links import resolve_links
+from kbtools.check.load import load_corpus
+from kbtools.check.schema import validate_schemas
+from kbtools.check.similar import find_similar
+from kbtools.corpus import Corpus, Settings
+from kbtools.diagnostics import Diagnostic
+from kbtools.registry import load_registry
 
 STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
 

@@ -11,8 +11,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .atomic import staged
-from .model import Corpus
+from kbtools.atomic import staged
+from kbtools.corpus import Corpus
 
 ENVELOPE = ("id", "name", "status", "confidence", "updated", "basis")
 
