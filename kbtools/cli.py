@@ -155,7 +155,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
         print(f"kb build: {exc}", file=sys.stderr)
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
-    errors = [d for d in corpus.diagnostics if d.severity is Severity.ERROR]
+    errors = corpus.errors
     if errors and not args.force:
         sys.stdout.write(format_text(sorted(errors, key=Diagnostic.sort_key), summarize(errors, len(corpus.records))))
         print(

@@ -7,13 +7,12 @@ found. Nothing here parses or validates: that is the stages' work.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -56,20 +55,6 @@ class Settings(BaseModel):
             if (candidate / "schema").is_dir() and (candidate / "records").is_dir():
                 return cls(root=candidate)
         return cls(root=here)
-
-
-class Envelope(BaseModel):
-    """The fields every record carries, typed for the tool's own use (schema-checked first)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    id: str
-    type: str
-    name: str
-    status: Literal["verified", "draft", "contested", "deprecated"]
-    confidence: float
-    updated: dt.date
-    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,6 +147,3 @@ class Corpus:
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity is Severity.ERROR]
-
-    def by_id(self, record_id: str) -> list[Record]:
-        return [r for r in self.records.values() if r.id == record_id]

@@ -346,6 +346,30 @@ class Diagnostic(BaseModel):
         return (self.path, self.line, self.column, self.code, self.message)
 
 
+class KbError(Exception):
+    """The one shape of a coded failure (the loader's, the units', the formulas'): raised where it is found,
+    and made a Diagnostic with `at()` where its file and place are known."""
+
+    def __init__(self, code: str, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.code, self.message, self.line, self.column = code, message, line, column
+
+    def at(self, path: str, line: int | None = None, column: int | None = None, hint: str | None = None) -> Diagnostic:
+        return Diagnostic.make(self.code, path, line or self.line or 1, column or self.column or 1, self.message, hint)
+
+
+def internal_error(path: str, exc: BaseException) -> Diagnostic:
+    """kb's own bug while checking one file: a KB900 there, and the other files are still checked."""
+    return Diagnostic.make(
+        "KB900",
+        path,
+        1,
+        1,
+        f"internal error while checking this file: {type(exc).__name__}: {exc}",
+        hint="please report it with this file; the other files were checked",
+    )
+
+
 def render_reference(schema_dir: str = "schema") -> str:
     """The diagnostics reference page (docs/diagnostics.md): the tool's codes, then the codes the
     repository's schemas declare for their constraints (x-kb-constraints), read from `schema_dir`."""

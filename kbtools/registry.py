@@ -93,9 +93,10 @@ class RecordType:
     resolver: Any
     plan: FieldPlan
     property_order: tuple[str, ...]
-    constraints: tuple[
-        dict, ...
-    ] = ()  # x-kb-constraints of the type and of the schemas it allOf-$refs (the envelope's)
+    # x-kb-constraints of the type and of the schemas it allOf-$refs (the envelope's)
+    constraints: tuple[dict, ...] = ()
+    # the fields of the whole schemas its allOf $refs: the envelope every record has
+    envelope: tuple[str, ...] = ()
 
     @cached_property
     def validator(self) -> Draft202012Validator:
@@ -146,6 +147,11 @@ class RecordType:
 class TypeRegistry:
     types: dict[str, RecordType]
     diagnostics: list[Diagnostic]
+
+    @property
+    def envelope_fields(self) -> tuple[str, ...]:
+        """The fields every record type shares (envelope.schema.json's), in schema order."""
+        return tuple(dict.fromkeys(f for t in self.types.values() for f in t.envelope))
 
     def by_dir(self, directory: str) -> RecordType | None:
         for record_type in self.types.values():
@@ -276,6 +282,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             plan=plan,
             property_order=tuple(_property_order(contents, resolver)),
             constraints=rules,
+            envelope=tuple(_shared_fields(contents, resolver)),
         )
 
     seen_dirs: dict[str, str] = {}
@@ -506,6 +513,15 @@ def _constraints(schema: dict[str, Any], resolver) -> tuple[tuple[dict, ...], li
             else:
                 rules.append(rule)
     return tuple(rules), problems
+
+
+def _shared_fields(schema: dict[str, Any], resolver) -> list[str]:
+    """The fields a type takes from the whole schemas its allOf $refs: the envelope every record has."""
+    fields: list[str] = []
+    for sub in schema.get("allOf", []):
+        if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
+            fields.extend(resolver.lookup(sub["$ref"]).contents.get("properties", {}))
+    return list(dict.fromkeys(fields))
 
 
 def _property_order(schema: dict[str, Any], resolver) -> list[str]:

@@ -362,7 +362,6 @@ class Cache:
         self.compute = Table("compute", self._verify)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
-        self.hits = 0
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
         if self.enabled:
             self._read()
@@ -440,7 +439,6 @@ class Cache:
             return None
         if max(st.st_mtime_ns, st.st_ctime_ns) >= self.written_ns - RACY_NS:
             return None
-        self.hits += 1
         return entry
 
     def note_stat(self, rel: str, st: os.stat_result) -> None:
@@ -452,7 +450,6 @@ class Cache:
     def file(self, rel: str, file_digest: str) -> dict[str, Any] | None:
         entry = self.files.get(rel)
         if entry is not None and entry.get("digest") == file_digest:
-            self.hits += 1
             return entry
         return None
 

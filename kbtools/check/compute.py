@@ -18,10 +18,9 @@ from types import MappingProxyType
 from typing import Any
 
 from kbtools.check.links import QUALIFIED, Index, walk_plan
-from kbtools.check.load import internal_error
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, dotted
-from kbtools.diagnostics import Diagnostic
+from kbtools.diagnostics import Diagnostic, internal_error
 from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from kbtools.lang.markdown import find_inline_values
 from kbtools.lang.units import (

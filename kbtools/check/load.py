@@ -18,7 +18,7 @@ import yaml
 
 from kbtools.check.cache import Cache, digest
 from kbtools.corpus import Corpus, FieldPath, Record, Settings
-from kbtools.diagnostics import Diagnostic
+from kbtools.diagnostics import Diagnostic, KbError, internal_error
 from kbtools.progress import track
 from kbtools.registry import TypeRegistry
 
@@ -50,10 +50,14 @@ _PLAIN_TAGS = frozenset(
 )
 
 
-class LoadError(Exception):
+class LoadError(KbError):
+    """A file kb cannot read as a record; always positioned (line and column in the file)."""
+
+    line: int
+    column: int
+
     def __init__(self, code: str, line: int, column: int, message: str):
-        super().__init__(message)
-        self.code, self.line, self.column, self.message = code, line, column, message
+        super().__init__(code, message, line, column)
 
 
 def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], list[Diagnostic]]:
@@ -149,7 +153,7 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
         try:
             raw, st = read_regular(path)
         except LoadError as exc:
-            diagnostics.append(Diagnostic.make(exc.code, rel, 1, 1, exc.message))
+            diagnostics.append(exc.at(rel, 1, 1))
             continue
         file_digest = digest(raw)
         entry = cache.file(rel, file_digest) if cache else None
@@ -224,7 +228,7 @@ def load_record_bytes(
     try:
         data, positions, values, body, body_line = parse_record_parts(raw)
     except LoadError as exc:
-        return None, [Diagnostic.make(exc.code, rel, exc.line, exc.column, exc.message)]
+        return None, [exc.at(rel)]
     record = Record(
         path=rel,
         dir=directory,
@@ -238,17 +242,6 @@ def load_record_bytes(
         digest=file_digest,
     )
     return record, check_identity(record, record_type.name if record_type else None)
-
-
-def internal_error(path: str, exc: BaseException) -> Diagnostic:
-    return Diagnostic.make(
-        "KB900",
-        path,
-        1,
-        1,
-        f"internal error while checking this file: {type(exc).__name__}: {exc}",
-        hint="please report it with this file; the other files were checked",
-    )
 
 
 def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:

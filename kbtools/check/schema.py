@@ -11,9 +11,8 @@ import re
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from kbtools.check.load import internal_error
 from kbtools.corpus import Corpus, FieldPath, Record
-from kbtools.diagnostics import Diagnostic
+from kbtools.diagnostics import Diagnostic, internal_error
 from kbtools.progress import track
 from kbtools.registry import RecordType
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pint
 
+from kbtools.diagnostics import KbError
 from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
 
 MAX_LENGTH = 2000
@@ -33,10 +34,8 @@ FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param", "default"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
-class FormulaError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
+class FormulaError(KbError):
+    """A formula kb refuses or cannot evaluate; `code` says why (KB501-KB508)."""
 
 
 class MissingName(FormulaError):

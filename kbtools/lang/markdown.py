@@ -195,10 +195,6 @@ def find_inline_values(body: str) -> list[InlineSpan]:
     return list(scan_body(body).values)
 
 
-def find_wikilinks(body: str) -> list[WikiLink]:
-    return list(scan_body(body).links)
-
-
 _SLUG_DROP = re.compile(r"[^\w\- ]+")
 
 

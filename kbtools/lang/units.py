@@ -16,6 +16,8 @@ from typing import Any
 
 import pint
 
+from kbtools.diagnostics import KbError
+
 DEFINITIONS = Path(__file__).with_name("units.txt")
 NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 MAX_MAGNITUDE = 1e30  # beyond any figure this domain has; keeps arithmetic far from overflow
@@ -30,12 +32,8 @@ def registry() -> pint.UnitRegistry:
     return ureg
 
 
-class QuantityError(ValueError):
+class QuantityError(KbError, ValueError):
     """A value that is not a quantity of the expected kind; `code` says which check failed."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass(frozen=True)

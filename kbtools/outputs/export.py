@@ -14,8 +14,6 @@ from typing import Any
 from kbtools.atomic import staged
 from kbtools.corpus import Corpus
 
-ENVELOPE = ("id", "name", "status", "confidence", "updated", "basis")
-
 
 def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
     record_type = corpus.registry.types[type_name]
@@ -118,15 +116,12 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
         db = sqlite3.connect(tmp)
         try:
             for type_name, record_type in sorted(corpus.registry.types.items()):
-                fields = [
-                    f
-                    for f in record_type.property_order
-                    if f not in ENVELOPE and f not in ("type", "sources", "notes", "aliases")
-                ]
+                # every field of the type, the envelope's first; the type is the table
+                fields = [f for f in record_type.property_order if f != "type"]
                 quantity_fields = [
                     f for f in fields if record_type.plan.properties.get(f) and record_type.plan.properties[f].quantity
                 ]
-                columns = ["key", *ENVELOPE, "sources"]
+                columns = ["key"]
                 for field in fields:
                     columns.append(field)
                     if field in quantity_fields:
@@ -138,11 +133,7 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                     if record.type != type_name:
                         continue
                     values = record_values(corpus, key)
-                    row: dict[str, Any] = {
-                        "key": key,
-                        **{k: record.data.get(k) for k in ENVELOPE},
-                        "sources": json.dumps(record.data.get("sources", [])),
-                    }
+                    row: dict[str, Any] = {"key": key}
                     for field in fields:
                         if field in quantity_fields and field in values and "value" in values[field]:
                             row[field], row[f"{field}_unit"] = values[field]["value"], values[field]["unit"]

@@ -20,7 +20,6 @@ from kbtools.corpus import Corpus, Record
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 
 FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
-ENVELOPE = {"id", "type", "name", "status", "confidence", "updated", "sources", "basis"}
 
 
 class QueryError(Exception):
@@ -36,7 +35,7 @@ class Filter:
 
 
 def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
-    known = set(ENVELOPE) | {"links-to"}
+    known = set(corpus.registry.envelope_fields) | {"links-to"}
     for record_type in corpus.registry.types.values():
         known |= set(record_type.plan.properties) | set(record_type.derive)
     filters = []

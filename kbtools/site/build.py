@@ -36,20 +36,6 @@ from kbtools.site.publish import assert_inside, build_lock, check_output, new_st
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
-ENVELOPE = (
-    "id",
-    "type",
-    "name",
-    "status",
-    "confidence",
-    "updated",
-    "sources",
-    "basis",
-    "aliases",
-    "notes",
-    "unknown",
-    "distinct_from",
-)
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
 
 
@@ -390,7 +376,7 @@ class SiteBuilder:
                         self.link(page, target.key) if target else {"href": None, "label": ref.value}
                     )
             for name in record_type.property_order:
-                if name in ENVELOPE or name in SECTIONS:
+                if name in self.registry.envelope_fields or name in SECTIONS:
                     continue
                 value = computed.get("fields", {}).get(name)
                 schema = record_type.schema.get("properties", {}).get(name, {})

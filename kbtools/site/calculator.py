@@ -198,17 +198,10 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
         if isinstance(spec.get("for_each"), dict) and spec["for_each"]:
             exported["for_each"] = list(next(iter(spec["for_each"].items())))
         exported_costs.append(exported)
-    expected = {
-        name: (
-            [[k, v.quantity.magnitude] for k, v in value.rows] if value.rows is not None else value.quantity.magnitude
-        )
-        for name, value in computed.items()
-    }
     return {
         "record": key,
         "inputs": inputs,
         "costs": exported_costs,
         "records": records,
         "parameters": parameters,
-        "expected": expected,
     }
