@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbtools import __version__
 from kbtools.corpus import Settings
-from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.diagnostics import Diagnostic
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -148,9 +148,9 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.site.build import build_site
     from kbtools.site.publish import OutputError, check_output
 
-    out = args.out or settings.root / "site" / "_build"
+    out = args.out or settings.build_path
     try:
-        check_output(out, settings.root)  # before any work: a refusal costs nothing and changes nothing
+        check_output(out, settings)  # before any work: a refusal costs nothing and changes nothing
     except OutputError as exc:
         print(f"kb build: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -163,8 +163,11 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_ERRORS
-    if not (settings.root / "site" / "templates").is_dir():
-        print(f"kb build: no site/templates/ in {settings.root}: the site's theme lives there", file=sys.stderr)
+    if not (settings.site_path / "templates").is_dir():
+        print(
+            f"kb build: no {settings.site_dir}/templates/ in {settings.root}: the site's theme lives there",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         pages, warning = build_site(corpus, out, search=not args.no_search)
@@ -178,20 +181,14 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_new(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.authoring.new import AuthoringError, new_record
-    from kbtools.check.links import Index
+    from kbtools.authoring.new import AuthoringError, check_sources, new_record
     from kbtools.check.pipeline import check_corpus
 
     corpus = check_corpus(settings, use_cache=True, complete=False)
-    index = Index(corpus)
-    for source in args.source:
-        target, _ = index.resolve(source)
-        if target is None or not corpus.registry.has_role(target.type, "source"):
-            print(f"kb new: no source record '{source}'; write it first: kb new source --name \"...\"", file=sys.stderr)
-            return EXIT_ERRORS
     try:
+        check_sources(corpus, args.source)
         path, reading = new_record(
-            settings.root,
+            settings,
             corpus.registry,
             args.type,
             args.name,
@@ -238,7 +235,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
         for kind, target in (("sqlite", args.sqlite), ("json", args.json)):
             if target:
-                check_export(target, settings.root, kind)
+                check_export(target, settings, kind)
     except OutputError as exc:
         print(f"kb export: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -291,31 +288,15 @@ def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.links import Index
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.explain import explain_record, explain_value, find_value
+    from kbtools.outputs.explain import ExplainError, explain_target
 
     corpus = check_corpus(settings)
-    ref, _, name = args.target.removeprefix("records/").removesuffix(".md").partition(".")
-    record, candidates = Index(corpus).resolve(ref)
-    if record is None:
-        hint = f" (candidates: {', '.join(c.key for c in candidates)})" if candidates else ""
-        print(f"kb explain: no record '{ref}'{hint}", file=sys.stderr)
+    try:
+        print("\n".join(explain_target(corpus, args.target)))
+    except ExplainError as exc:
+        print(f"kb explain: {exc}", file=sys.stderr)
         return EXIT_ERRORS
-    if not name:
-        print("\n".join(explain_record(corpus, record.key)))
-        return EXIT_OK
-    value = find_value(corpus, record.key, name)
-    if value is None:
-        known = sorted(
-            {
-                *corpus.computed.get(record.key, {}).get("fields", {}),
-                *corpus.computed.get(record.key, {}).get("costs", {}),
-            }
-        )
-        print(f"kb explain: {record.key} has no value '{name}' (it has: {', '.join(known) or 'none'})", file=sys.stderr)
-        return EXIT_ERRORS
-    print("\n".join(explain_value(corpus, value, f"{record.key}.{name}")))
     return EXIT_OK
 
 
@@ -369,9 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one diagnostic, never a traceback
         if os.environ.get("KB_DEBUG"):
             raise
-        diagnostic = Diagnostic.make("KB900", "kb", 1, 1, f"internal error: {type(exc).__name__}: {exc}")
+        from kbtools.outputs.report import format_line
+
         print(
-            f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {Severity.ERROR.value} KB900 {diagnostic.message}",
+            format_line(Diagnostic.make("KB900", "kb", 1, 1, f"internal error: {type(exc).__name__}: {exc}")),
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -38,6 +38,7 @@ class Settings(BaseModel):
     root: Path
     records_dir: str = "records"
     schema_dir: str = "schema"
+    site_dir: str = "site"  # the theme (templates/, static/); pages go to its _build/ unless --out says otherwise
 
     @property
     def records_path(self) -> Path:
@@ -46,6 +47,14 @@ class Settings(BaseModel):
     @property
     def schema_path(self) -> Path:
         return self.root / self.schema_dir
+
+    @property
+    def site_path(self) -> Path:
+        return self.root / self.site_dir
+
+    @property
+    def build_path(self) -> Path:
+        return self.site_path / "_build"
 
     @classmethod
     def discover(cls, start: Path | None = None) -> Settings:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
+from kbtools.check.links import Index
+from kbtools.corpus import Corpus, Settings
 from kbtools.registry import RecordType, TypeRegistry
 
 
@@ -76,8 +78,17 @@ def skeleton(
     return "\n".join(lines)
 
 
+def check_sources(corpus: Corpus, sources: list[str]) -> None:
+    """Every --source names a record of the type that plays the source role, or kb new refuses."""
+    index = Index(corpus)
+    for source in sources:
+        target, _ = index.resolve(source)
+        if target is None or not corpus.registry.has_role(target.type, "source"):
+            raise AuthoringError(f"no source record '{source}'; write it first: kb new source --name \"...\"")
+
+
 def new_record(
-    root: Path,
+    settings: Settings,
     registry: TypeRegistry,
     type_name: str,
     name: str,
@@ -101,7 +112,7 @@ def new_record(
         raise AuthoringError(
             f"{article(type_name)} {type_name} record must cite at least one source: pass --source SOURCE-ID"
         )
-    path = root / "records" / record_type.dir / f"{record_id}.md"
+    path = settings.records_path / record_type.dir / f"{record_id}.md"
     reading = None
     if from_config is not None:
         reader = record_type.schema.get("x-kb-from-config")
@@ -124,8 +135,8 @@ def new_record(
         )
     else:
         text = skeleton(record_type, record_id, name, sources)
-    with writers_lock(root / "records"):
-        return _write_record(root, path, text, force), reading
+    with writers_lock(settings.records_path):
+        return _write_record(settings.root, path, text, force), reading
 
 
 def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:

@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 from kbtools.check.compute import Value, substituted
+from kbtools.check.links import Index
 from kbtools.corpus import Corpus
 from kbtools.lang.units import format_quantity
 
 MAX_DEPTH = 8
+
+
+class ExplainError(Exception):
+    """A target kb cannot explain: no such record, or no such value, with what there is instead."""
+
+
+def explain_target(corpus: Corpus, target: str) -> list[str]:
+    """`DIR/ID` (every value of a record) or `DIR/ID.FIELD` (one value), as `kb explain` takes it;
+    a path to the record's file works too."""
+    ref, _, name = target.removeprefix("records/").removesuffix(".md").partition(".")
+    record, candidates = Index(corpus).resolve(ref)
+    if record is None:
+        hint = f" (candidates: {', '.join(c.key for c in candidates)})" if candidates else ""
+        raise ExplainError(f"no record '{ref}'{hint}")
+    if not name:
+        return explain_record(corpus, record.key)
+    value = find_value(corpus, record.key, name)
+    if value is None:
+        computed = corpus.computed.get(record.key, {})
+        known = sorted({*computed.get("fields", {}), *computed.get("costs", {})})
+        raise ExplainError(f"{record.key} has no value '{name}' (it has: {', '.join(known) or 'none'})")
+    return explain_value(corpus, value, f"{record.key}.{name}")
 
 
 def find_value(corpus: Corpus, key: str, name: str) -> Value | None:

@@ -25,11 +25,13 @@ def one_line(text: str) -> str:
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
+def format_line(d: Diagnostic) -> str:
+    """One finding as Hugo prints one: `path:line:col: severity CODE message (hint: ...)`."""
+    return f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}"
+
+
 def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    lines = [
-        f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}"
-        for d in diagnostics
-    ]
+    lines = [format_line(d) for d in diagnostics]
     lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
     return "\n".join(lines) + "\n"
 

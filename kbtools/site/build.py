@@ -72,7 +72,7 @@ class SiteBuilder:
             self.neighbours_out[source].add(target)
         self.registry = corpus.registry
         self.index = Index(corpus)
-        theme = corpus.settings.root / "site"
+        theme = corpus.settings.site_path
         self.theme = theme
         self.env = Environment(
             loader=FileSystemLoader(str(theme / "templates")),
@@ -673,11 +673,10 @@ def run_pagefind(out: Path) -> str | None:
 def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str | None]:
     """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
     OutputError when `out` is a place kb must not replace (see publish.check_output)."""
-    root = corpus.settings.root
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
-        check_output(out, root)  # under the lock: another build may have changed `out` while this one waited
+        check_output(out, corpus.settings)  # under the lock: another build may have changed `out` while this one waited
         remove_debris(resolved)
         staging = new_staging(resolved)
         try:

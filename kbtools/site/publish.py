@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kbtools.corpus import Settings
+
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
 
@@ -33,30 +35,31 @@ def _inside(path: Path, other: Path) -> bool:
     return path == other or other in path.parents
 
 
-def protected_paths(root: Path) -> list[tuple[Path, str, bool]]:
+def protected_paths(settings: Settings) -> list[tuple[Path, str, bool]]:
     """What a build must never replace: (path, the words to name it, whether a site may live inside it)."""
-    root = root.resolve()
-    out = [(root, "the repository itself", True), ((root / "site").resolve(), "the theme (site/)", True)]
-    for name, what in (
-        ("records", "the records"),
-        ("schema", "the schemas"),
-        ("site/templates", "the theme's templates"),
-        ("site/static", "the theme's static files"),
-        (".git", "git's history"),
-        (".kb-cache", "kb's cache"),
+    root = settings.root.resolve()
+    theme = settings.site_path.resolve()
+    out = [(root, "the repository itself", True), (theme, f"the theme ({settings.site_dir}/)", True)]
+    for path, what in (
+        (settings.records_path, "the records"),
+        (settings.schema_path, "the schemas"),
+        (theme / "templates", "the theme's templates"),
+        (theme / "static", "the theme's static files"),
+        (root / ".git", "git's history"),
+        (root / ".kb-cache", "kb's cache"),
     ):
-        out.append(((root / name).resolve(), what, False))
+        out.append((path.resolve(), what, False))
     return out
 
 
-def check_output(out: Path, root: Path) -> Path:
+def check_output(out: Path, settings: Settings) -> Path:
     """The resolved output directory, or OutputError saying why kb will not write there."""
     if out.is_symlink():
         raise OutputError(
             f"--out {out} is a symlink; kb does not replace what a link points at: name the real directory"
         )
     resolved = out.resolve()
-    for path, what, may_hold_site in protected_paths(root):
+    for path, what, may_hold_site in protected_paths(settings):
         if _inside(path, resolved):  # the output would contain (and so replace) it
             how = "is" if path == resolved else "contains"
             raise OutputError(
@@ -197,13 +200,13 @@ def assert_inside(path: Path, directory: Path) -> None:
 _EXPORT_SIGNATURES = {"sqlite": b"SQLite format 3\x00", "json": b'{\n "records": ['}
 
 
-def check_export(path: Path, root: Path, kind: str) -> None:
+def check_export(path: Path, settings: Settings, kind: str) -> None:
     """OutputError unless `path` may take an export: never inside what kb must not touch, never a link or a
     directory, and an existing file only when it is an earlier kb export of the same kind."""
     if path.is_symlink():
         raise OutputError(f"{path} is a symlink; kb does not write through links: name the real file")
     resolved = path.resolve()
-    for protected, what, may_hold_site in protected_paths(root):
+    for protected, what, may_hold_site in protected_paths(settings):
         if not may_hold_site and _inside(resolved, protected):
             raise OutputError(f"{path} lies inside {what} ({protected}); write the export elsewhere")
     if resolved.exists():
