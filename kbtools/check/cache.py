@@ -31,9 +31,9 @@ import sqlite3
 import stat as stat_module
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kbtools import __version__
 from kbtools.diagnostics import Diagnostic, Severity
@@ -520,3 +520,23 @@ class Cache:
                     connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps([body, mac])))
         finally:
             connection.close()
+
+
+T = TypeVar("T")
+
+
+def remembered(
+    cache: Cache | None, record: Any, name: str, compute: Callable[[], T], valid: Callable[[T], bool] | None = None
+) -> T:
+    """The cache's one seam for a stage: the result named `name` for this record, from the cache while the
+    file's bytes (and kb and the schemas, which the cache key covers) are unchanged and `valid` accepts it;
+    else computed now and kept. The entry marks itself to be written back; no stage sets a flag by hand."""
+    entry = cache.file(record.path, record.digest) if cache is not None else None
+    if entry is not None and name in entry:
+        value = entry[name]
+        if valid is None or valid(value):
+            return value
+    value = compute()
+    if entry is not None:
+        entry[name] = value
+    return value

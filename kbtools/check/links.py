@@ -12,8 +12,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from kbtools.check.cache import remembered
 from kbtools.corpus import Corpus, FieldPath, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import BodyScan, headings, remember_scan, scan_body
@@ -114,69 +116,23 @@ def resolve_links(corpus: Corpus) -> Corpus:
     heading_cache: dict[str, set[str]] = {}
     edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
     fingerprint = index.fingerprint()
+
+    def still_valid(cached: dict) -> bool:
+        # valid while the record, the set of ids and types, and its anchors' targets stay the same
+        return cached["index"] == fingerprint and all(
+            key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items()
+        )
+
     for record in corpus.records.values():
-        entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
-        cached = entry.get("links") if entry is not None else None
-        if (
-            cached
-            and cached["index"] == fingerprint
-            and all(key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items())
-        ):
-            found.extend(cached["diagnostics"])
-            edges.extend(map(tuple, cached["edges"]))  # JSON gives lists
-            continue
-        mine: list[Diagnostic] = []
-        my_edges: list[tuple[str, str, str, int]] = []
-        anchors: dict[str, str] = {}
-        scan = record_scan(corpus, record)
-        if scan.skipped:
-            mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
-        record_type = corpus.registry.types.get(record.type) if record.type else None
-        if record_type is not None:
-            for ref in record_references(corpus, record, record_type.plan, dirs):
-                mine.extend(_link_reference(record, ref, index, my_edges))
-        for link in scan.links:
-            line = record.body_line + link.line
-            target, candidates = index.resolve(link.target)
-            if target is None:
-                if candidates:
-                    names = ", ".join(sorted(c.key for c in candidates))
-                    mine.append(
-                        Diagnostic.make(
-                            "KB303",
-                            record.path,
-                            line,
-                            link.column,
-                            f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]",
-                        )
-                    )
-                else:
-                    mine.append(
-                        Diagnostic.make(
-                            "KB302",
-                            record.path,
-                            line,
-                            link.column,
-                            f"dangling link {link.text}: no record '{link.target}'",
-                        )
-                    )
-                continue
-            my_edges.append((record.key, target.key, "body", line))
-            if link.anchor:
-                anchors[target.key] = target.digest
-                if target.key not in heading_cache:
-                    heading_cache[target.key] = headings(target.body)
-                if link.anchor.lower() not in heading_cache[target.key]:
-                    mine.append(
-                        Diagnostic.make(
-                            "KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}"
-                        )
-                    )
-        if entry is not None:
-            # valid while the record, the set of ids and types, and its anchors' targets stay the same
-            entry["links"] = {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
-        found.extend(mine)
-        edges.extend(my_edges)
+        result = remembered(
+            corpus.cache,
+            record,
+            "links",
+            partial(_link_record, corpus, record, index, dirs, heading_cache, fingerprint),
+            valid=still_valid,
+        )
+        found.extend(result["diagnostics"])
+        edges.extend(map(tuple, result["edges"]))  # JSON gives lists
 
     linked = {target for source, target, _, _ in edges if source != target}
     for record in corpus.records.values():
@@ -201,26 +157,74 @@ def resolve_links(corpus: Corpus) -> Corpus:
     return corpus.with_diagnostics(found, edges=tuple(edges))
 
 
+def _link_record(
+    corpus: Corpus,
+    record: Record,
+    index: Index,
+    dirs: set[str],
+    heading_cache: dict[str, set[str]],
+    fingerprint: str,
+) -> dict[str, Any]:
+    """One record's links: its diagnostics, its edges, and the link targets whose headings it relied on."""
+    mine: list[Diagnostic] = []
+    my_edges: list[tuple[str, str, str, int]] = []
+    anchors: dict[str, str] = {}
+    scan = record_scan(corpus, record)
+    if scan.skipped:
+        mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
+    record_type = corpus.registry.types.get(record.type) if record.type else None
+    if record_type is not None:
+        for ref in record_references(corpus, record, record_type.plan, dirs):
+            mine.extend(_link_reference(record, ref, index, my_edges))
+    for link in scan.links:
+        line = record.body_line + link.line
+        target, candidates = index.resolve(link.target)
+        if target is None:
+            if candidates:
+                names = ", ".join(sorted(c.key for c in candidates))
+                mine.append(
+                    Diagnostic.make(
+                        "KB303",
+                        record.path,
+                        line,
+                        link.column,
+                        f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]",
+                    )
+                )
+            else:
+                mine.append(
+                    Diagnostic.make(
+                        "KB302",
+                        record.path,
+                        line,
+                        link.column,
+                        f"dangling link {link.text}: no record '{link.target}'",
+                    )
+                )
+            continue
+        my_edges.append((record.key, target.key, "body", line))
+        if link.anchor:
+            anchors[target.key] = target.digest
+            if target.key not in heading_cache:
+                heading_cache[target.key] = headings(target.body)
+            if link.anchor.lower() not in heading_cache[target.key]:
+                mine.append(
+                    Diagnostic.make(
+                        "KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}"
+                    )
+                )
+    return {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
+
+
 def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set[str]) -> list[Reference]:
     """The record's typed references: from the cache when the file (and schema) are unchanged."""
-    entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
-    if entry is not None and "refs" in entry:
-        return entry["refs"]
-    refs = list(iter_references(record, plan, dirs))
-    if entry is not None:
-        entry["refs"] = refs
-    return refs
+    return remembered(corpus.cache, record, "refs", lambda: list(iter_references(record, plan, dirs)))
 
 
 def record_scan(corpus: Corpus, record: Record) -> BodyScan:
     """The body's links and inline values: from the cache when the file is unchanged."""
-    entry = corpus.cache.file(record.path, record.digest) if corpus.cache else None
-    if entry is not None and "scan" in entry:
-        remember_scan(record.body, entry["scan"])
-        return entry["scan"]
-    scan = scan_body(record.body)
-    if entry is not None:
-        entry["scan"] = scan
+    scan = remembered(corpus.cache, record, "scan", lambda: scan_body(record.body))
+    remember_scan(record.body, scan)  # later stages ask the scanner again, and get this one
     return scan
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import difflib
 import re
+from functools import partial
 
 from jsonschema.exceptions import ValidationError, best_match
 
+from kbtools.check.cache import remembered
 from kbtools.corpus import Corpus, FieldPath, Record
 from kbtools.diagnostics import Diagnostic, internal_error
 from kbtools.progress import track
@@ -26,28 +28,26 @@ def validate_schemas(corpus: Corpus) -> Corpus:
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is None:
             continue
-        entry = cache.file(record.path, record.digest) if cache else None
-        if entry is not None and "schema" in entry:
-            found.extend(entry["schema"])
-            continue
-        mine: list[Diagnostic] = []
-        try:
-            errors = sorted(
-                record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path))
-            )
-            unknown = record.unknown
-            for error in errors:
-                if error.validator == "required" and not error.absolute_path and _missing(error) in unknown:
-                    continue  # said to be unknown, with a reason: the record is incomplete, not invalid
-                mine.extend(_diagnose(record, record_type, error))
-            mine.extend(_unknown_problems(record, record_type, unknown))
-            mine.extend(requirements(record, record_type))
-        except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
-            mine = [internal_error(record.path, exc)]
-        if entry is not None:
-            entry["schema"] = mine
-        found.extend(mine)
+        found.extend(remembered(cache, record, "schema", partial(_validate, record, record_type)))
     return corpus.with_diagnostics(found)
+
+
+def _validate(record: Record, record_type: RecordType) -> list[Diagnostic]:
+    mine: list[Diagnostic] = []
+    try:
+        errors = sorted(
+            record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path))
+        )
+        unknown = record.unknown
+        for error in errors:
+            if error.validator == "required" and not error.absolute_path and _missing(error) in unknown:
+                continue  # said to be unknown, with a reason: the record is incomplete, not invalid
+            mine.extend(_diagnose(record, record_type, error))
+        mine.extend(_unknown_problems(record, record_type, unknown))
+        mine.extend(requirements(record, record_type))
+    except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
+        mine = [internal_error(record.path, exc)]
+    return mine
 
 
 def _missing(error: ValidationError) -> str | None:
