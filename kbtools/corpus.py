@@ -124,6 +124,29 @@ class Record:
 
 
 @dataclass(frozen=True)
+class RecordValues:
+    """What the compute stage found for one record: its fields' values and its costs (compute's Value),
+    the hardware tables its rows name (parameter id -> record key -> Value or None), and its body's
+    inline values in order."""
+
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    costs: Mapping[str, Any] = field(default_factory=dict)
+    hardware: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    inline: tuple[Any, ...] = ()
+
+    def value(self, name: str) -> Any | None:
+        """A cost or a field by name (a record's cost names and field names do not overlap)."""
+        return self.costs.get(name) or self.fields.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted({*self.fields, *self.costs})
+
+
+NO_VALUES = RecordValues()
+
+
+@dataclass(frozen=True)
 class Corpus:
     """All records of a repository plus everything the stages have learned about them."""
 
@@ -132,7 +155,7 @@ class Corpus:
     records: Mapping[str, Record] = field(default_factory=dict)  # by key dir/id
     diagnostics: tuple[Diagnostic, ...] = ()
     edges: tuple | None = None  # (source key, target key, field, line) for every link; set by the links stage
-    computed: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    computed: Mapping[str, RecordValues] = field(default_factory=lambda: MappingProxyType({}))
     cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
     complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
 
@@ -152,6 +175,10 @@ class Corpus:
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> Corpus:
         return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)
+
+    def values(self, key: str) -> RecordValues:
+        """A record's computed values (none when compute did not reach it, or kb check kept only diagnostics)."""
+        return self.computed.get(key, NO_VALUES)
 
     @property
     def errors(self) -> list[Diagnostic]:

@@ -598,7 +598,7 @@ def test_inline_table_row(kb):
     from kbtools.check.pipeline import check_corpus
     from kbtools.corpus import Settings
 
-    inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
+    inline = check_corpus(Settings(root=kb.root)).values("flops/hit").inline
     assert [v.rendered for v in inline] == ["35.69 ms", "24.99 s", None]
 
 
@@ -646,7 +646,7 @@ def test_inline_arithmetic_over_qualified_fields(kb):
     from kbtools.check.pipeline import check_corpus
     from kbtools.corpus import Settings
 
-    inline = check_corpus(Settings(root=kb.root)).computed["flops/hit"]["inline"]
+    inline = check_corpus(Settings(root=kb.root)).values("flops/hit").inline
     assert [v.rendered for v in inline] == ["575.7 MB", None]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kbtools.check.links import QUALIFIED, Index, walk_plan
 from kbtools.check.prose import check_prose
-from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.corpus import Corpus, FieldPath, Record, RecordValues, dotted
 from kbtools.diagnostics import Diagnostic, internal_error
 from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
 from kbtools.lang.markdown import find_inline_values
@@ -252,9 +252,9 @@ class Computer:
         )
 
     # ------------------------------------------------------------ stage entry
-    def run(self, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    def run(self, only: set[str] | None = None) -> dict[str, RecordValues]:
         """Compute every record's values (or only those of the records in `only`)."""
-        computed: dict[str, dict[str, Any]] = {}
+        computed: dict[str, RecordValues] = {}
         for record in track(list(self.corpus.records.values()), "Recomputing figures"):
             if only is not None and record.key not in only:
                 continue
@@ -310,7 +310,7 @@ class Computer:
             where = ("costs", name.removeprefix("costs."), "formula") if name.startswith("costs.") else (name,)
             self.report("KB506", record, where, f"{name}: cycle of {len(chain) - 1} values: {cycle}")
 
-    def record_values(self, record: Record) -> dict[str, Any] | None:
+    def record_values(self, record: Record) -> RecordValues | None:
         self.parse_quantities(record)
         self.check_carried_by(record)
         record_type = self.types.get(record.type) if record.type else None
@@ -332,12 +332,7 @@ class Computer:
                 if value is not None:
                     costs[name] = value
         self.diagnostics.extend(check_prose(self, record, fields, costs))
-        return {
-            "fields": fields,
-            "costs": costs,
-            "hardware": self.hardware_tables(record),
-            "inline": self.inline_values(record),
-        }
+        return RecordValues(fields, costs, self.hardware_tables(record), tuple(self.inline_values(record)))
 
     def settled(self, compute, record: Record, name: str) -> Value | None:
         """A value, or None when it failed (its root cause is already reported)."""

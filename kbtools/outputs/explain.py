@@ -26,23 +26,21 @@ def explain_target(corpus: Corpus, target: str) -> list[str]:
         return explain_record(corpus, record.key)
     value = find_value(corpus, record.key, name)
     if value is None:
-        computed = corpus.computed.get(record.key, {})
-        known = sorted({*computed.get("fields", {}), *computed.get("costs", {})})
+        known = corpus.values(record.key).names
         raise ExplainError(f"{record.key} has no value '{name}' (it has: {', '.join(known) or 'none'})")
     return explain_value(corpus, value, f"{record.key}.{name}")
 
 
 def find_value(corpus: Corpus, key: str, name: str) -> Value | None:
-    entry = corpus.computed.get(key, {})
-    return entry.get("costs", {}).get(name) or entry.get("fields", {}).get(name)
+    return corpus.values(key).value(name)
 
 
 def explain_record(corpus: Corpus, key: str) -> list[str]:
     """One line per value of a record: its figure and how it is known."""
-    entry = corpus.computed.get(key, {})
+    values = corpus.values(key)
     lines = [f"{key} ({corpus.records[key].path})"]
-    for group in ("fields", "costs"):
-        for name, value in entry.get(group, {}).items():
+    for group in (values.fields, values.costs):
+        for name, value in group.items():
             how = f"= {value.formula.text if value.formula else value.name}" if value.computed else f"[{value.basis}]"
             if value.recomputed is not None:
                 how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"

@@ -35,8 +35,9 @@ def _spread(value, units) -> dict[str, Any] | None:
 
 def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
     out = {}
-    for group in ("fields", "costs"):
-        for name, value in corpus.computed.get(key, {}).get(group, {}).items():
+    values = corpus.values(key)
+    for group, named in (("fields", values.fields), ("costs", values.costs)):
+        for name, value in named.items():
             if value.quantity is None:
                 rows = {}
                 for k, v in value.rows:

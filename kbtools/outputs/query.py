@@ -59,8 +59,7 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
 
 
 def _value(corpus: Corpus, record: Record, field: str) -> Any:
-    computed = corpus.computed.get(record.key, {})
-    value = computed.get("fields", {}).get(field) or computed.get("costs", {}).get(field)
+    value = corpus.values(record.key).value(field)
     if value is not None and value.quantity is not None:
         record_type = corpus.registry.types.get(record.type)
         plan = record_type.plan.properties.get(field) if record_type else None

@@ -25,7 +25,7 @@ from kbtools import __version__
 from kbtools.check.compute import Value, substituted
 from kbtools.check.links import Index, backlinks, iter_references
 from kbtools.check.load import ID_PATTERN
-from kbtools.corpus import Corpus, Record
+from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.lang.units import format_quantity, registry
 from kbtools.progress import track
@@ -330,7 +330,7 @@ class SiteBuilder:
         ):
             if record.type != record_type.name:
                 continue
-            computed = self.corpus.computed.get(key, {}).get("fields", {})
+            computed = self.corpus.values(key).fields
             cells = []
             for column in columns:
                 value = computed.get(column)
@@ -365,7 +365,7 @@ class SiteBuilder:
         record = self.corpus.records[key]
         record_type = self.registry.types.get(record.type)
         page = page_path(key)
-        computed = self.corpus.computed.get(key, {})
+        computed = self.corpus.values(key)
         fields = []
         if record_type is not None:
             refs = defaultdict(list)
@@ -378,7 +378,7 @@ class SiteBuilder:
             for name in record_type.property_order:
                 if name in self.registry.envelope_fields or name in SECTIONS:
                     continue
-                value = computed.get("fields", {}).get(name)
+                value = computed.fields.get(name)
                 schema = record_type.schema.get("properties", {}).get(name, {})
                 if value is not None:
                     fields.append(
@@ -415,7 +415,7 @@ class SiteBuilder:
                 "stated": _stated(record, name),
                 "value": self.value_view(page, value),
             }
-            for name, value in computed.get("costs", {}).items()
+            for name, value in computed.costs.items()
         ]
         inputs = self.inputs_view(page, record)
         hardware = [
@@ -442,7 +442,7 @@ class SiteBuilder:
                     else ""
                 ),
             }
-            for pid, table in computed.get("hardware", {}).items()
+            for pid, table in computed.hardware.items()
         ]
         rows = (
             record.data.get("hardware_parameters") if isinstance(record.data.get("hardware_parameters"), list) else []
@@ -518,11 +518,11 @@ class SiteBuilder:
         return out
 
     # ------------------------------------------------------------ pictures
-    def cost_chart(self, page: str, record: Record, computed: dict[str, Any]) -> str:
+    def cost_chart(self, page: str, record: Record, computed: RecordValues) -> str:
         """Every time-valued table of a cost record on one log axis: hit paths against recompute."""
         ureg = registry()
         bars = []
-        for name, value in computed.get("costs", {}).items():
+        for name, value in computed.costs.items():
             if value.rows is None or not value.rows:
                 continue
             first = value.rows[0][1].quantity
@@ -550,7 +550,7 @@ class SiteBuilder:
             label: name for label, name in (spec.get("peaks") or {}).items() if labels is None or label in labels
         }
         for key in keys:
-            fields = self.corpus.computed.get(key, {}).get("fields", {})
+            fields = self.corpus.values(key).fields
             bandwidth = fields.get(spec["bandwidth"])
             if bandwidth is None:
                 continue
@@ -587,7 +587,7 @@ class SiteBuilder:
         for key in (k for type_name in carried for k in self.calculator.by_type.get(type_name, [])):
             other = self.corpus.records[key]
             field = carried.get(other.type or "")
-            value = self.corpus.computed.get(key, {}).get("fields", {}).get(field) if field else None
+            value = self.corpus.values(key).fields.get(field) if field else None
             if value is not None and value.quantity is not None and unit:
                 try:
                     bars.append(

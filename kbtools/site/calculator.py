@@ -81,7 +81,7 @@ class CalculatorExporter:
 def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None = None) -> dict[str, Any] | None:
     record = corpus.records[key]
     costs = record.data.get("costs")
-    computed = corpus.computed.get(key, {}).get("costs", {})
+    computed = corpus.values(key).costs
     if not isinstance(costs, dict) or not computed or len(computed) != len(costs):
         return None  # only records whose every cost computed get a calculator
     shared = shared or CalculatorExporter(corpus)
@@ -95,9 +95,9 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
             records[target_key] = exports[target_key]
             return
         target = corpus.records[target_key]
-        entry = corpus.computed.get(target_key, {})
-        values = {name: base(v.quantity) for name, v in entry.get("fields", {}).items() if v.quantity is not None}
-        values.update({name: base(v.quantity) for name, v in entry.get("costs", {}).items() if v.quantity is not None})
+        entry = corpus.values(target_key)
+        values = {name: base(v.quantity) for name, v in entry.fields.items() if v.quantity is not None}
+        values.update({name: base(v.quantity) for name, v in entry.costs.items() if v.quantity is not None})
         refs: dict[str, str | list[str]] = {}
         record_type = corpus.registry.types.get(target.type or "")
         for name, plan in record_type.plan.properties.items() if record_type else []:

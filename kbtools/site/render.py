@@ -55,7 +55,7 @@ class BodyRenderer:
         record = self.corpus.records[key]
         if too_large(record.body):  # reported by kb check (KB114/KB115); shown as text, never parsed
             return f'<pre class="kb-unparsed">{html.escape(record.body)}</pre>'
-        env = {"key": key, "inline": list(self.corpus.computed.get(key, {}).get("inline", [])), "next": 0}
+        env = {"key": key, "inline": list(self.corpus.values(key).inline), "next": 0}
         return self.md.render(record.body, env)
 
     def _wikilink(self, tokens, idx, options, env) -> str:
