@@ -211,7 +211,7 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_query(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.query import QueryError, render
+    from kbtools.outputs.query import QueryError, format_rows
     from kbtools.outputs.query import run_query as query
 
     corpus = check_corpus(settings, use_cache=True, complete=True)
@@ -220,7 +220,7 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
     except QueryError as exc:
         print(f"kb query: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    sys.stdout.write(render(columns, rows, args.format))
+    sys.stdout.write(format_rows(columns, rows, args.format))
     return EXIT_OK
 
 

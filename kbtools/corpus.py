@@ -123,6 +123,23 @@ class Record:
         return self.position(path)
 
 
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A value in a record's frontmatter that names another record."""
+
+    path: FieldPath
+    value: str
+    types: tuple[str, ...]  # accepted target types; () = any
+
+    @property
+    def field(self) -> str:
+        """The field as shown to people: list indexes folded, e.g. hardware_parameters[].parameter."""
+        out = ""
+        for part in self.path:
+            out += "[]" if isinstance(part, int) else (("." if out else "") + part)
+        return out
+
+
 @dataclass(frozen=True)
 class RecordValues:
     """What the compute stage found for one record: its fields' values and its costs (compute's Value),

@@ -3,7 +3,7 @@
 import pytest
 
 from kbtools.lang.formula import FormulaError, evaluate, parse_formula
-from kbtools.lang.units import registry
+from kbtools.lang.units import unit_registry
 
 ESCAPES = [
     "__import__('os').system('true')",
@@ -65,7 +65,7 @@ def test_powers_and_huge_numbers_are_bounded(text):
 
 
 def quantity(text):
-    return registry().Quantity(text)
+    return unit_registry().Quantity(text)
 
 
 @pytest.mark.parametrize(

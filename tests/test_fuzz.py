@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kbtools.check.load import LoadError, parse_record_bytes
 from kbtools.lang.formula import FormulaError, Table, evaluate, parse_formula
 from kbtools.lang.markdown import scan_body
-from kbtools.lang.units import QuantityError, parse_quantity_text, parse_written, registry
+from kbtools.lang.units import QuantityError, parse_quantity_text, parse_written, unit_registry
 
 EXAMPLES = int(os.environ.get("KB_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,7 +121,7 @@ formula_atoms = st.sampled_from(
 @given(st.lists(formula_atoms, max_size=25))
 def test_random_formulas_parse_or_fail_cleanly_and_evaluate_or_fail_cleanly(atoms):
     text = "".join(atoms)
-    ureg = registry()
+    ureg = unit_registry()
     names = {
         ("a",): ureg.Quantity(2, "GB"),
         ("b",): ureg.Quantity(3, "s"),

@@ -113,8 +113,7 @@ _TYPES: dict[str, Any] = {}
 
 def _types() -> dict[str, Any]:
     if not _TYPES:  # imported on first use: these modules import this one
-        from kbtools.check.links import Reference
-        from kbtools.corpus import Record
+        from kbtools.corpus import Record, Reference
         from kbtools.lang.markdown import BodyScan, InlineSpan, WikiLink
 
         _TYPES.update(Reference=Reference, Record=Record, BodyScan=BodyScan, InlineSpan=InlineSpan, WikiLink=WikiLink)

@@ -21,7 +21,7 @@ from kbtools.check.links import QUALIFIED, Index, walk_plan
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues, dotted
 from kbtools.diagnostics import Diagnostic, internal_error
-from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, render
+from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula, written_out
 from kbtools.lang.markdown import find_inline_values
 from kbtools.lang.units import (
     QuantityError,
@@ -32,7 +32,7 @@ from kbtools.lang.units import (
     parse_quantity_text,
     parse_unit,
     parse_written,
-    registry,
+    unit_registry,
 )
 from kbtools.progress import track
 
@@ -459,7 +459,7 @@ class Computer:
         if written is not None:
             stated = self.stated_value(record, (name,), name, written, unit)
         elif isinstance(raw, (int, float)) and not isinstance(raw, bool) and (plan is None or plan.quantity is None):
-            ureg = registry()
+            ureg = unit_registry()
             stated = self.stated_value(record, (name,), name, Written(ureg.Quantity(raw, ureg.dimensionless)), None)
         elif raw is not None and plan is not None and plan.quantity is not None:
             return _FAILED  # written but unparseable: already reported
@@ -1232,7 +1232,7 @@ def substituted(value: Value, depth: int = 0) -> str:
             return f"({substituted(found, depth + 1)})"
         return found.shown()
 
-    return render(value.formula.tree, name_text)
+    return written_out(value.formula.tree, name_text)
 
 
 def _is_reference(item: Any, corpus: Corpus) -> bool:

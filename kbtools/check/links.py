@@ -11,34 +11,16 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from kbtools.check.cache import remembered
-from kbtools.corpus import Corpus, FieldPath, Record
+from kbtools.corpus import Corpus, FieldPath, Record, Reference
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import BodyScan, headings, remember_scan, scan_body
 from kbtools.registry import FieldPlan
 
 QUALIFIED = re.compile(r"^([a-z0-9][a-z0-9_-]*)/([a-z0-9]+(?:-[a-z0-9]+)*)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """A value in a record's frontmatter that names another record."""
-
-    path: FieldPath
-    value: str
-    types: tuple[str, ...]  # accepted target types; () = any
-
-    @property
-    def field(self) -> str:
-        """The field as shown to people: list indexes folded, e.g. hardware_parameters[].parameter."""
-        out = ""
-        for part in self.path:
-            out += "[]" if isinstance(part, int) else (("." if out else "") + part)
-        return out
 
 
 def walk_plan(plan: FieldPlan | None, value: Any, path: FieldPath = ()) -> Iterator[tuple[FieldPath, Any, FieldPlan]]:

@@ -31,7 +31,7 @@ from typing import Any
 from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import blank_inline_values, too_large
-from kbtools.lang.units import QuantityError, format_quantity, parse_unit, registry
+from kbtools.lang.units import QuantityError, format_quantity, parse_unit, unit_registry
 
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 _FIGURE = re.compile(
@@ -284,7 +284,7 @@ def _figures(sentence: str) -> Iterator[Figure]:
         if match.group(1) is not None:
             number = match.group(1) + (match.group(2) or "")
             if match.group(3):
-                unit_text, unit = "×", registry().dimensionless
+                unit_text, unit = "×", unit_registry().dimensionless
             else:
                 unit_text = match.group(5)
                 unit = _unit(unit_text)

@@ -24,7 +24,7 @@ from typing import Any
 import pint
 
 from kbtools.diagnostics import KbError
-from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, registry
+from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, unit_registry
 
 MAX_LENGTH = 2000
 MAX_NODES = 400
@@ -223,7 +223,7 @@ def evaluate(
 
 
 def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLookup | None = None) -> Any:
-    ureg = registry()
+    ureg = unit_registry()
     if isinstance(node, ast.Constant):
         if isinstance(node.value, str):
             try:
@@ -342,7 +342,7 @@ _PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.Pow: 4}
 _SYMBOL = {ast.Add: "+", ast.Sub: "−", ast.Mult: "×", ast.Div: "÷", ast.Pow: "^"}
 
 
-def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: int = 0, right: bool = False) -> str:
+def written_out(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: int = 0, right: bool = False) -> str:
     """The formula in reader's notation, each name replaced by name_text(node) when it gives one."""
     if isinstance(node, (ast.Name, ast.Attribute)):
         text = name_text(node)
@@ -350,12 +350,12 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
     if isinstance(node, ast.Constant):
         return str(node.value) if not isinstance(node.value, str) else node.value
     if isinstance(node, ast.UnaryOp):
-        return ("−" if isinstance(node.op, ast.USub) else "+") + render(node.operand, name_text, 3)
+        return ("−" if isinstance(node.op, ast.USub) else "+") + written_out(node.operand, name_text, 3)
     if isinstance(node, ast.BinOp):
         mine = _PRECEDENCE[type(node.op)]
         text = (
-            f"{render(node.left, name_text, mine)} {_SYMBOL[type(node.op)]} "
-            f"{render(node.right, name_text, mine, right=True)}"
+            f"{written_out(node.left, name_text, mine)} {_SYMBOL[type(node.op)]} "
+            f"{written_out(node.right, name_text, mine, right=True)}"
         )
         return f"({text})" if mine < parent or (right and mine == parent) else text
     if isinstance(node, ast.Call):
@@ -363,11 +363,11 @@ def render(node: ast.AST, name_text: Callable[[ast.AST], str | None], parent: in
             isinstance(node.func, ast.Name) and ident(node.func) == "default"
         ):  # the value it took: the name's, or the fallback
             text = name_text(node.args[0])
-            return text if text is not None else render(node.args[1], name_text, parent, right)
+            return text if text is not None else written_out(node.args[1], name_text, parent, right)
         if (
             isinstance(node.func, ast.Attribute) or ident(node.func) == "param"
         ):  # the value it read, when known, stands for the call
             text = name_text(node)
             return text if text is not None else ast.unparse(node)
-        return f"{ident(node.func)}(" + ", ".join(render(a, name_text) for a in node.args) + ")"
+        return f"{ident(node.func)}(" + ", ".join(written_out(a, name_text) for a in node.args) + ")"
     return ast.unparse(node)

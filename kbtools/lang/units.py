@@ -24,7 +24,7 @@ MAX_MAGNITUDE = 1e30  # beyond any figure this domain has; keeps arithmetic far 
 
 
 @lru_cache(maxsize=1)
-def registry() -> pint.UnitRegistry:
+def unit_registry() -> pint.UnitRegistry:
     ureg: pint.UnitRegistry = pint.UnitRegistry(
         str(DEFINITIONS), autoconvert_offset_to_baseunit=False, cache_folder=None
     )
@@ -102,7 +102,7 @@ def _unit_terms(text: str) -> list[tuple[str, int]]:
 @lru_cache(maxsize=512)
 def parse_unit(text: str) -> pint.Unit:
     """A unit expression like 'GB/s'; QuantityError KB401 if any part is unknown or malformed."""
-    ureg = registry()
+    ureg = unit_registry()
     if not text.strip():
         return ureg.dimensionless
     if len(text) > MAX_UNIT_TEXT:
@@ -126,7 +126,7 @@ def parse_unit(text: str) -> pint.Unit:
 
 def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
     """'4.8 TB/s' or a bare number -> Quantity. default_unit is the canonical unit ('*': none)."""
-    ureg = registry()
+    ureg = unit_registry()
     if isinstance(value, bool):
         raise QuantityError("KB400", f"{str(value).lower()} is not a quantity")
     if isinstance(value, (int, float)):

@@ -145,7 +145,7 @@ def _machine(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str],
     return out_columns, out_rows
 
 
-def render(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str:
+def format_rows(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str:
     if fmt in ("json", "csv"):
         columns, rows = _machine(columns, rows)
     else:

@@ -27,7 +27,7 @@ from kbtools.check.links import Index, backlinks, iter_references
 from kbtools.check.load import ID_PATTERN
 from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, Severity
-from kbtools.lang.units import format_quantity, registry
+from kbtools.lang.units import format_quantity, unit_registry
 from kbtools.progress import track
 from kbtools.registry import DIR_PATTERN
 from kbtools.site.calculator import CalculatorExporter
@@ -520,7 +520,7 @@ class SiteBuilder:
     # ------------------------------------------------------------ pictures
     def cost_chart(self, page: str, record: Record, computed: RecordValues) -> str:
         """Every time-valued table of a cost record on one log axis: hit paths against recompute."""
-        ureg = registry()
+        ureg = unit_registry()
         bars = []
         for name, value in computed.costs.items():
             if value.rows is None or not value.rows:
