@@ -1,0 +1,36 @@
+"""Stage: quantities and recomputation.
+
+Parses every quantity field with its unit, computes the schema's type-level derivations
+(`x-kb-derive`) and each record's cost blocks (`inputs` + `costs`), checks the figures prose quotes,
+and compares every stated figure with its recomputation. engine.py evaluates; derivations, costs,
+parameters and inline hold the kinds of value; incremental.py decides what a warm run recomputes.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kbtools.check.compute.engine import Computer
+from kbtools.check.compute.incremental import dirty_records, keep_for_next_run, with_kept_diagnostics
+from kbtools.check.compute.values import Value, how_far, matching, substituted, verdict
+from kbtools.corpus import Corpus
+
+__all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "substituted", "verdict"]
+
+
+def recompute_costs(corpus: Corpus) -> Corpus:
+    """Compute every value; with a cache, only for records whose inputs changed (for kb check)."""
+    computer = Computer(corpus)
+    cache = corpus.cache
+    reuse = cache is not None and not corpus.complete
+    only = dirty_records(corpus, cache, computer.index) if reuse else None
+    computed = computer.run(only)
+    diagnostics = list(computer.diagnostics)
+    if cache is not None:
+        if reuse and only is not None:
+            diagnostics = with_kept_diagnostics(corpus, cache, diagnostics, only)
+        keep_for_next_run(corpus, cache, computer, only, reuse)
+    unique = list(dict.fromkeys(diagnostics))
+    if not corpus.complete:
+        computed = {}  # kb check keeps diagnostics only: the values would be most of its memory
+    return corpus.with_diagnostics(unique, computed=MappingProxyType(computed))

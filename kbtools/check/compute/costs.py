@@ -1,0 +1,247 @@
+"""Cost blocks: a record's inputs and costs, tables over for_each rows, the stated figure compared with
+its recomputation (KB500) and the bounds a measurement sets (KB520)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbtools.check.compute import derivations, parameters
+from kbtools.check.compute.flow import FAILED, ValueFailed
+from kbtools.check.compute.values import (
+    DEFAULT_TOLERANCE,
+    Value,
+    contested,
+    is_reference,
+)
+from kbtools.corpus import Record
+from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula
+from kbtools.lang.units import (
+    QuantityError,
+    check_dimension,
+    describe_dimension,
+    format_quantity,
+    parse_quantity_text,
+    parse_unit,
+)
+
+if TYPE_CHECKING:
+    from kbtools.check.compute.engine import Computer
+
+
+def cost_value(c: Computer, record: Record, name: str) -> Any:
+    spec = record.data["costs"][name]
+    where = ("costs", name, "formula")
+    if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str) or not isinstance(spec.get("unit"), str):
+        return FAILED  # the schema reports the shape
+    try:
+        formula = parse_formula(spec["formula"])
+    except FormulaError as exc:
+        c.report(exc.code, record, where, f"costs.{name}: {exc.message}")
+        return FAILED
+    try:
+        unit_q = parse_unit(spec["unit"])
+    except QuantityError as exc:
+        c.report_value(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
+        return FAILED
+    for_each = spec.get("for_each")
+    if isinstance(for_each, dict) and for_each and "stated" in spec:
+        c.report(
+            "KB508",
+            record,
+            ("costs", name, "stated"),
+            f"costs.{name}: a for_each table has one figure per row, so 'stated' cannot be checked here; "
+            "state one row as its own cost, or quote it in prose as {{ " + name + "[dir/id] }}",
+        )
+        return FAILED
+    if isinstance(for_each, dict) and for_each:
+        var, list_name = next(iter(for_each.items()))
+        targets = row_records(c, record, name, list_name)
+        if targets is None:
+            return FAILED
+        rows = []
+        for target in targets:
+            row = evaluate_cost(c, record, name, formula, spec, unit_q, {var: target}, row_key=target.key)
+            if row is FAILED:
+                return FAILED
+            rows.append((target.key, row))
+        line, _ = record.position(where)
+        sources = tuple(dict.fromkeys(s for _, v in rows for s in v.sources))
+        return Value(
+            None,
+            record.key,
+            name,
+            record.path,
+            line,
+            "derived",
+            min((v.confidence for _, v in rows), default=c.confidence(record)),
+            sources,
+            unit=spec["unit"],
+            formula=formula,
+            rows=tuple(rows),
+        )
+    return evaluate_cost(c, record, name, formula, spec, unit_q, {}, row_key=None)
+
+
+def row_records(c: Computer, record: Record, name: str, list_name: str) -> list[Record] | None:
+    inputs = record.data.get("inputs")
+    raw = inputs.get(list_name) if isinstance(inputs, dict) and list_name in inputs else record.data.get(list_name)
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        c.report(
+            "KB508",
+            record,
+            ("costs", name, "for_each"),
+            f"costs.{name}.for_each: '{list_name}' is not a list of record references",
+        )
+        return None
+    targets = []
+    for item in raw:
+        target, _ = c.resolve(item)
+        if target is None:
+            return None  # the links stage reports it
+        targets.append(target)
+    return targets
+
+
+def evaluate_cost(
+    c: Computer,
+    record: Record,
+    name: str,
+    formula: Formula,
+    spec: dict,
+    unit_q,
+    bindings: dict[str, Record],
+    row_key: str | None,
+) -> Any:
+    where = ("costs", name, "formula")
+    used: dict[str, Value] = {}
+    label = f"costs.{name}" + (f"[{row_key}]" if row_key else "")
+    try:
+        quantity = evaluate(
+            formula,
+            cost_lookup(c, record, name, bindings, row_key, used),
+            parameters.param_lookup(c, record, bindings, used),
+            derivations.call_lookup(c, record, bindings, used),
+        )
+    except MissingName as exc:
+        c.report("KB502", record, where, f"{label}: {exc.message}")
+        return FAILED
+    except FormulaError as exc:
+        c.report(exc.code, record, where, f"{label}: {exc.message}")
+        return FAILED
+    if not quantity.is_compatible_with(unit_q):
+        c.report(
+            "KB504",
+            record,
+            ("costs", name, "unit"),
+            f"{label}: {formula.text} gives {describe_dimension(quantity.dimensionality)} "
+            f"({format_quantity(quantity)}), but its unit is {spec['unit']} ({describe_dimension(unit_q.dimensionality)})",
+        )
+        return FAILED
+    value = c.derived_value(
+        record,
+        where,
+        name if row_key is None else f"{name}[{row_key}]",
+        quantity.to(unit_q),
+        formula,
+        used,
+        spec["unit"],
+    )
+    for bound in ("at_most", "at_least"):
+        if bound in spec:
+            check_bound(c, record, name, label, value, spec, bound)
+    if "stated" in spec and row_key is None:
+        try:
+            stated = parse_quantity_text(
+                spec["stated"]["value"] if isinstance(spec["stated"], dict) else spec["stated"], spec["unit"]
+            )
+            check_dimension(stated, spec["unit"])
+        except (QuantityError, KeyError) as exc:
+            message = exc.message if isinstance(exc, QuantityError) else "stated needs a value"
+            c.report_value(
+                getattr(exc, "code", "KB400"), record, ("costs", name, "stated"), f"costs.{name}.stated: {message}"
+            )
+            return FAILED
+        derivations.compare(
+            c,
+            record,
+            ("costs", name, "stated"),
+            f"costs.{name}",
+            stated,
+            value,
+            spec.get("tolerance", DEFAULT_TOLERANCE),
+        )
+    return value
+
+
+def cost_lookup(
+    c: Computer,
+    record: Record,
+    cost_name: str,
+    bindings: dict[str, Record],
+    row_key: str | None,
+    used: dict[str, Value],
+):
+    inputs, costs = record.mapping("inputs"), record.mapping("costs")
+    derivations.parse_quantities(c, record)
+
+    def lookup(parts: tuple[str, ...]) -> Any:
+        shown = ".".join(parts)
+        if len(parts) == 2:
+            target = c.referenced(record, parts[0], bindings)
+            if target is None:
+                raise MissingName(
+                    shown,
+                    f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)",
+                )
+            value = c.field_or_cost(target, parts[1])
+            if value is None:
+                raise MissingName(shown, f"{target.key} has no value for '{parts[1]}'")
+        else:
+            name = parts[0]
+            if name in bindings or (name in inputs and is_reference(inputs[name], c.corpus)):
+                raise FormulaError("KB502", f"'{name}' is a record; name one of its fields, like {name}.<field>")
+            if name in inputs:
+                written = c.written.get((record.key, ("inputs", name)))
+                if written is None:
+                    raise ValueFailed()
+                value = c.stated_value(record, ("inputs", name), name, written, None)
+            elif name in costs:
+                value = c.cost(record, name)
+            else:
+                value = c.field(record, name) if record.type in c.types else None
+                if value is None:
+                    raise MissingName(name, f"'{name}' is not an input, a cost or a field of {record.key}")
+        if value.rows is not None:
+            rows = dict(value.rows)
+            if row_key is not None and row_key in rows:
+                value = rows[row_key]
+            else:
+                used[shown] = value
+                return Table({k: v.quantity for k, v in value.rows or ()})
+        used[shown] = value
+        return value.quantity
+
+    return lookup
+
+
+def check_bound(c: Computer, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:
+    """A cross-check: a computed figure against the bound the model sets for it (KB520). A contested
+    record keeps its disagreement on show (the site prints both figures) instead of failing the check."""
+    raw = spec[bound]["value"] if isinstance(spec[bound], dict) else spec[bound]
+    try:
+        limit = parse_quantity_text(raw, spec["unit"])
+        check_dimension(limit, spec["unit"])
+    except QuantityError as exc:
+        c.report_value(exc.code, record, ("costs", name, bound), f"costs.{name}.{bound}: {exc.message}")
+        return
+    figure = float(value.quantity.to(limit.units).magnitude)
+    broken = figure > float(limit.magnitude) if bound == "at_most" else figure < float(limit.magnitude)
+    if broken and not contested(record):
+        relation = "exceeds" if bound == "at_most" else "falls below"
+        c.report(
+            "KB520",
+            record,
+            ("costs", name, bound),
+            f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
+            "disagree; keep both, mark the record contested and say why",
+        )

@@ -1,0 +1,295 @@
+"""Fields: quantities parsed from what records write (competing values too), the schema's type-level
+derivations (x-kb-derive) checked against stated figures, the type's functions, plausible ranges."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbtools.check.compute import parameters
+from kbtools.check.compute.flow import FAILED, Cycle, ValueFailed
+from kbtools.check.compute.values import (
+    DEFAULT_TOLERANCE,
+    Value,
+    _bounds,
+    contested,
+    differs,
+    how_far,
+    is_reference,
+    matching,
+    substituted,
+)
+from kbtools.check.links import walk_plan
+from kbtools.corpus import FieldPath, Record, dotted
+from kbtools.diagnostics import Diagnostic
+from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, parse_formula
+from kbtools.lang.units import (
+    QuantityError,
+    Written,
+    check_dimension,
+    format_quantity,
+    parse_unit,
+    parse_written,
+    unit_registry,
+)
+
+if TYPE_CHECKING:
+    from kbtools.check.compute.engine import Computer
+
+
+def parse_quantities(c: Computer, record: Record) -> None:
+    """Parse a record's quantity fields once, on first use (a partial run parses only what it reads)."""
+    if record.key in c.parsed:
+        return
+    c.parsed.add(record.key)
+    record_type = c.types.get(record.type) if record.type else None
+    if record_type is None:
+        return
+    for path, value, plan in walk_plan(record_type.plan, dict(record.data)):
+        if plan.quantity is not None and isinstance(value, list):
+            parse_competing(c, record, path, value, plan.quantity)
+        elif plan.quantity is not None and value is not None:
+            if isinstance(value, dict) and "value" not in value:
+                continue  # the schema reports the shape
+            try:
+                c.written[(record.key, path)] = parse_written(value, plan.quantity)
+            except QuantityError as exc:
+                c.report_value(exc.code, record, path, f"{dotted(path)}: {exc.message}")
+        elif plan.inputs and isinstance(value, dict):
+            for name, item in value.items():
+                if is_reference(item, c.corpus) or isinstance(item, list):
+                    continue
+                try:
+                    c.written[(record.key, path + (name,))] = parse_written(
+                        item, None if not isinstance(item, (int, float)) else ""
+                    )
+                except QuantityError as exc:
+                    c.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
+
+
+def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, canonical: str) -> None:
+    """A field written as several ranked, sourced values: the preferred one is computed with, the others
+    are kept beside it; values that disagree beyond the tolerance make the record contested (KB530)."""
+    parsed: list[Written] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or "value" not in item:
+            return  # the schema reports the shape
+        try:
+            parsed.append(parse_written(item, canonical))
+        except QuantityError as exc:
+            c.report_value(exc.code, record, path + (index,), f"{dotted(path + (index,))}: {exc.message}")
+            return
+    preferred = [w for w in parsed if w.rank == "preferred"]
+    if len(preferred) != 1:
+        c.report(
+            "KB531",
+            record,
+            path,
+            f"{dotted(path)}: {len(preferred)} values are ranked preferred; exactly one must be "
+            "(the one kb computes with), the others normal or deprecated",
+        )
+        return
+    best = preferred[0]
+    c.written[(record.key, path)] = best
+    c.competing[(record.key, path)] = [w for w in parsed if w is not best]
+    tolerance = field_tolerance(c, record, path)
+    base = float(best.quantity.magnitude)
+    for index, other in enumerate(parsed):
+        if other is best or other.rank == "deprecated" or contested(record):
+            continue
+        if differs(base, float(other.quantity.to(best.quantity.units).magnitude), tolerance):
+            c.report(
+                "KB530",
+                record,
+                path + (index,),
+                f"{dotted(path)}: {format_quantity(other.quantity)} ({other.source}) disagrees with the preferred "
+                f"{format_quantity(best.quantity)} ({best.source}) by more than {tolerance * 100:g}%: mark the record "
+                "contested and say which is right and why, or rank the wrong one deprecated",
+            )
+
+
+def field_tolerance(c: Computer, record: Record, path: FieldPath) -> float:
+    spec = derivation(c, record, path[0]) if len(path) == 1 and isinstance(path[0], str) else None
+    return float(spec.get("tolerance", DEFAULT_TOLERANCE)) if spec else DEFAULT_TOLERANCE
+
+
+def field_value(c: Computer, record: Record, name: str) -> Any:
+    parse_quantities(c, record)
+    record_type = c.types[record.type]
+    plan = record_type.plan.properties.get(name)
+    unit = plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
+    written = c.written.get((record.key, (name,)))
+    raw = record.data.get(name)
+    stated = None
+    if written is not None:
+        stated = c.stated_value(record, (name,), name, written, unit)
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool) and (plan is None or plan.quantity is None):
+        ureg = unit_registry()
+        stated = c.stated_value(record, (name,), name, Written(ureg.Quantity(raw, ureg.dimensionless)), None)
+    elif raw is not None and plan is not None and plan.quantity is not None:
+        return FAILED  # written but unparseable: already reported
+    spec = derivation(c, record, name)
+    if spec is None:
+        return stated
+    formula = schema_formula(c, record, spec)
+    if formula is None:
+        return stated
+    inputs: dict[str, Value] = {}
+    try:
+        quantity = evaluate(
+            formula,
+            derivation_lookup(c, record, inputs),
+            parameters.param_lookup(c, record, {}, inputs),
+            call_lookup(c, record, {}, inputs),
+        )
+    except MissingName:
+        return stated  # inputs absent: nothing to derive
+    except ValueFailed:
+        return stated if stated is not None else FAILED
+    except Cycle as cycle:
+        c.report("KB506", record, (name,), f"{name}: cycle {cycle}")
+        return FAILED
+    except FormulaError as exc:
+        c.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
+        return FAILED
+    if unit is not None:
+        try:
+            check_dimension(quantity, unit)
+        except QuantityError as exc:
+            c.report("KB504", record, (name,), f"{name}: {formula.text} gives {exc.message}")
+            return FAILED
+    derived = c.derived_value(record, (name,), name, quantity, formula, inputs, unit)
+    if stated is None:
+        return derived
+    compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", DEFAULT_TOLERANCE))
+    return Value(**{**stated.__dict__, "recomputed": derived})
+
+
+def derivation(c: Computer, record: Record, name: str) -> dict[str, Any] | None:
+    return matching(record, c.types[record.type].derive.get(name))
+
+
+def schema_formula(c: Computer, record: Record, spec: dict[str, Any]) -> Formula | None:
+    try:
+        return parse_formula(spec.get("formula", ""))
+    except FormulaError as exc:
+        key = (record.type or "", str(spec.get("formula")))
+        if key not in c.broken_schema_formulas:  # one report per schema formula, not one per record
+            c.broken_schema_formulas.add(key)
+            schema_path = c.types[record.type].schema_path
+            c.diagnostics.append(
+                Diagnostic.make(
+                    "KB210", schema_path, 1, 1, f"x-kb-derive formula {spec.get('formula')!r}: {exc.message}"
+                )
+            )
+        return None
+
+
+def derivation_lookup(c: Computer, record: Record, used: dict[str, Value]):
+    """Names in a type-level derivation: the record's own fields, and ref_field.field."""
+
+    def lookup(parts: tuple[str, ...]) -> Any:
+        if len(parts) == 1:
+            value = c.field(record, parts[0])
+        else:
+            target = c.referenced(record, parts[0], {})
+            if target is None:
+                raise MissingName(".".join(parts))
+            value = c.field_or_cost(target, parts[1])
+        if value is None:
+            raise MissingName(".".join(parts))
+        used[".".join(parts)] = value
+        return value.quantity
+
+    return lookup
+
+
+def check_plausible(c: Computer, record: Record, name: str, value: Value, spec: dict) -> None:
+    """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
+    slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540)."""
+    try:
+        low, high = _bounds(str(spec.get("min", "")), str(spec.get("max", "")))
+    except QuantityError:
+        return  # the schema's own mistake; the registry reports schema errors elsewhere
+    reason = spec.get("reason", "")
+    for figure in [value, *[a for a in value.alternatives if a.rank != "deprecated"]]:
+        quantity = figure.quantity
+        if quantity is None or any(b is not None and not quantity.is_compatible_with(b) for b in (low, high)):
+            continue
+        if (low is not None and quantity < low) or (high is not None and quantity > high):
+            span = " to ".join(format_quantity(b) for b in (low, high) if b is not None)
+            which = "at least " if high is None else "at most " if low is None else ""
+            c.report_value(
+                "KB540",
+                record,
+                (name,),
+                f"{name} = {format_quantity(quantity)} is outside the range real values fall in ({which}{span})"
+                + (f": {reason}" if reason else "")
+                + "; check the unit and what was measured",
+            )
+
+
+def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
+    """record.function(args): a function the record's type declares in its schema (x-kb-functions),
+    evaluated over that record's fields with the arguments bound to its parameters."""
+
+    def call(var: str, function: str, args: list, text: str) -> Any:
+        target = c.referenced(record, var, bindings)
+        if target is None:
+            raise MissingName(var, f"{text}: '{var}' is not a record reference")
+        declared = c.types[target.type].functions if target.type in c.types else {}
+        spec = matching(target, declared.get(function))
+        if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str):
+            known = ", ".join(sorted(declared)) or "none"
+            raise FormulaError(
+                "KB502",
+                f"{text}: {target.key} is a {target.type}, whose schema declares no function "
+                f"'{function}' (it declares: {known})",
+            )
+        arguments: dict[str, Any] = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
+        if len(args) != len(arguments):
+            raise FormulaError(
+                "KB502",
+                f"{text}: {function}() takes {len(arguments)} argument(s) ({', '.join(arguments)}), not {len(args)}",
+            )
+        bound: dict[str, Any] = {}
+        for (name, unit), arg in zip(arguments.items(), args, strict=True):
+            if isinstance(unit, str) and not arg.is_compatible_with(parse_unit(unit)):
+                raise FormulaError("KB503", f"{text}: {function}()'s {name} is in {unit}, not {format_quantity(arg)}")
+            bound[name] = arg
+        formula = parse_formula(spec["formula"])
+        inner: dict[str, Value] = {}
+        line, _ = record.position(())
+        fields = derivation_lookup(c, target, inner)
+
+        def lookup(parts: tuple[str, ...]) -> Any:
+            if len(parts) == 1 and parts[0] in bound:
+                inner[parts[0]] = Value(bound[parts[0]], record.key, parts[0], record.path, line, "derived", 1.0, ())
+                return bound[parts[0]]
+            return fields(parts)
+
+        quantity = evaluate(formula, lookup, parameters.param_lookup(c, target, {}, inner))
+        unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
+        if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
+            raise FormulaError("KB504", f"{text}: {function}() gives {format_quantity(quantity)}, not {unit}")
+        value = c.derived_value(target, (), text, quantity, formula, inner, unit)
+        used[text] = value  # keyed as the call reads, so it is shown (and varied) in its place
+        return value.quantity
+
+    return call
+
+
+def compare(
+    c: Computer, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
+) -> None:
+    recomputed = computed.quantity.to(stated.units)
+    stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
+    if not differs(stated_m, computed_m, tolerance):
+        return
+    how = how_far(stated_m, computed_m)
+    c.report(
+        "KB500",
+        record,
+        path,
+        f"{label}: stated {format_quantity(stated)} but {computed.formula.text if computed.formula else computed.name} = {substituted(computed)} "
+        f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)",
+    )

@@ -1,0 +1,318 @@
+"""The evaluator: values computed lazily and memoised over the whole corpus, which gives dependency
+order for free; a value asked for while it is being computed is a cycle (KB506); a value whose inputs
+failed is not reported again. Deep chains run on an explicit stack instead of Python's. The kinds of
+value live in their own modules: derivations, costs, parameters, inline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kbtools.check.compute import costs, derivations, incremental, inline, parameters
+from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, Cycle, Deferred, ValueFailed
+from kbtools.check.compute.values import (
+    Value,
+    is_reference,
+    variants_of,
+    weakest_basis,
+)
+from kbtools.check.links import Index
+from kbtools.check.prose import check_prose
+from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
+from kbtools.diagnostics import Diagnostic, internal_error
+from kbtools.lang.formula import Formula, FormulaError
+from kbtools.lang.units import (
+    Written,
+    parse_unit,
+)
+from kbtools.progress import track
+
+
+@dataclass
+class Computer:
+    corpus: Corpus
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    written: dict[tuple[str, FieldPath], Written] = field(default_factory=dict)
+    competing: dict[tuple[str, FieldPath], list[Written]] = field(default_factory=dict)  # the non-preferred values
+    memo: dict[tuple[str, str], Any] = field(default_factory=dict)
+    broken_schema_formulas: set[tuple[str, str]] = field(default_factory=set)
+    active: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.index = Index(self.corpus)
+        self.types = self.corpus.registry.types
+        # for the cache: which records each record's values read, and how its references resolved
+        self.stack: list[str] = []
+        self.deps: dict[str, set[str]] = {}
+        self.resolved: dict[str, dict[str, Any]] = {}
+        self.parsed: set[str] = set()
+
+    def resolve(self, query: str):
+        target, candidates = self.index.resolve(query)
+        if self.stack:
+            self.resolved.setdefault(self.stack[-1], {})[query] = incremental.resolution_key(target, candidates)
+        return target, candidates
+
+    def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
+        at_line, col = record.position(path)
+        self.diagnostics.append(
+            Diagnostic.make(code, record.path, line or at_line, col if line is None else 1, message)
+        )
+
+    def report_value(self, code: str, record: Record, path: FieldPath, message: str) -> None:
+        """A finding about what a value says (its unit, its number): at the value's own text, not its key."""
+        line, col = record.value_position(path)
+        self.diagnostics.append(Diagnostic.make(code, record.path, line, col, message))
+
+    def default_basis(self, record: Record) -> str:
+        basis = record.data.get("basis")
+        return basis if isinstance(basis, str) else "unverified"
+
+    def confidence(self, record: Record) -> float:
+        value = record.data.get("confidence")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+
+    def record_sources(self, record: Record) -> tuple[str, ...]:
+        sources = record.data.get("sources")
+        return tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else ()
+
+    def stated_value(
+        self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None, alone: bool = False
+    ) -> Value:
+        line, _ = record.position(path)
+        alternatives = (
+            ()
+            if alone
+            else tuple(
+                self.stated_value(record, path, name, other, unit, alone=True)
+                for other in self.competing.get((record.key, path), ())
+            )
+        )
+        variants = tuple(
+            (
+                f"{record.key}.{name} = {other.shown(unit)} ({', '.join(other.sources)})",
+                other.quantity.to(written.quantity.units),
+            )
+            for other in alternatives
+            if other.rank != "deprecated"
+        )
+        return Value(
+            written.quantity,
+            record.key,
+            name,
+            record.path,
+            line,
+            written.basis or self.default_basis(record),
+            self.confidence(record),
+            (written.source,) if written.source else self.record_sources(record),
+            unit=unit,
+            vendor_claim=written.vendor_claim,
+            note=written.note,
+            alternatives=alternatives,
+            rank=written.rank,
+            variants=variants,
+        )
+
+    def derived_value(
+        self,
+        record: Record,
+        path: FieldPath,
+        name: str,
+        quantity: Any,
+        formula: Formula,
+        inputs: dict[str, Value],
+        unit: str | None,
+    ) -> Value:
+        line, _ = record.position(path)
+        if unit is not None:
+            quantity = quantity.to(parse_unit(unit))
+        used = tuple(inputs.items())
+        sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
+        confidence = min((v.confidence for _, v in used), default=self.confidence(record))
+        return Value(
+            quantity,
+            record.key,
+            name,
+            record.path,
+            line,
+            "derived",
+            confidence,
+            sources,
+            unit=unit,
+            formula=formula,
+            inputs=used,
+            weakest=weakest_basis(used, "derived"),
+            variants=variants_of(formula, used, quantity.units),
+        )
+
+    def run(self, only: set[str] | None = None) -> dict[str, RecordValues]:
+        """Compute every record's values (or only those of the records in `only`)."""
+        computed: dict[str, RecordValues] = {}
+        for record in track(list(self.corpus.records.values()), "Recomputing figures"):
+            if only is not None and record.key not in only:
+                continue
+            self.stack.append(record.key)
+            try:
+                entry = self.drive(lambda record=record: self.record_values(record))
+            except (ValueFailed, Cycle):
+                entry = None
+            except Exception as exc:  # pint or kb failing deep inside: one diagnostic, the rest goes on
+                self.diagnostics.append(internal_error(record.path, exc))
+                entry = None
+            finally:
+                self.stack.pop()
+            if entry is not None:
+                computed[record.key] = entry
+        return computed
+
+    def drive(self, work):
+        """Run `work`, first computing on an explicit stack every value it (or they) needed too deep to compute in place."""
+        pending: list[Deferred] = []
+        while True:
+            try:
+                if not pending:
+                    return work()
+                top = pending[-1]
+                saved, self.stack = self.stack, [top.record.key]
+                try:
+                    self.memoised(top.record, top.name, top.compute)
+                except (ValueFailed, Cycle):
+                    pass  # reported (or to be reported) where it is used
+                finally:
+                    self.stack = saved
+                pending.pop()
+            except Deferred as deferred:
+                key = (deferred.record.key, deferred.name)
+                waiting = [(d.record.key, d.name) for d in pending]
+                if key in waiting:  # the value waits, through the others, on itself
+                    start = waiting.index(key)
+                    self.report_cycle([*pending[start + 1 :], deferred], key)
+                    del pending[start:]
+                else:
+                    pending.append(deferred)
+
+    def report_cycle(self, links: list[Deferred], key: tuple[str, str]) -> None:
+        """A cycle found on the explicit stack: each link's path leads from the value before it to it."""
+        chain = [step for link in links for step in link.path] + [key]
+        cycle = Cycle([f"{r}.{n}" for r, n in chain])
+        for record_key, name in dict.fromkeys(chain):
+            if self.memo.get((record_key, name)) is FAILED:
+                continue
+            self.memo[(record_key, name)] = FAILED
+            record = self.corpus.records[record_key]
+            where = ("costs", name.removeprefix("costs."), "formula") if name.startswith("costs.") else (name,)
+            self.report("KB506", record, where, f"{name}: cycle of {len(chain) - 1} values: {cycle}")
+
+    def record_values(self, record: Record) -> RecordValues | None:
+        derivations.parse_quantities(self, record)
+        parameters.check_carried_by(self, record)
+        record_type = self.types.get(record.type) if record.type else None
+        if record_type is None:
+            return None
+        fields = {}
+        for name in record_type.plan.properties:
+            if record_type.plan.properties[name].quantity is not None or name in record_type.derive:
+                value = self.settled(self.field, record, name)
+                if value is not None:
+                    fields[name] = value
+                    if record_type.plan.properties[name].plausible:
+                        derivations.check_plausible(
+                            self, record, name, value, record_type.plan.properties[name].plausible
+                        )
+        costs = {}
+        cost_specs = record.data.get("costs")
+        if isinstance(cost_specs, dict):
+            for name in cost_specs:
+                value = self.cost_or_none(record, name)
+                if value is not None:
+                    costs[name] = value
+        self.diagnostics.extend(check_prose(self, record, fields, costs))
+        return RecordValues(
+            fields, costs, parameters.hardware_tables(self, record), tuple(inline.inline_values(self, record))
+        )
+
+    def settled(self, compute, record: Record, name: str) -> Value | None:
+        """A value, or None when it failed (its root cause is already reported)."""
+        try:
+            return compute(record, name)
+        except ValueFailed:
+            return None
+        except Cycle as cycle:
+            self.report("KB506", record, (name,), f"{name}: cycle {cycle}")
+            return None
+
+    def memoised(self, record: Record, name: str, compute) -> Any:
+        """Compute once per (record, name); re-entry while computing is a cycle; failures stick."""
+        key = (record.key, name)
+        if self.stack and self.stack[-1] != record.key:
+            self.deps.setdefault(self.stack[-1], set()).add(record.key)
+        if key in self.memo:
+            result = self.memo[key]
+        else:
+            if key in self.active:
+                raise Cycle([f"{r}.{n}" for r, n in self.active[self.active.index(key) :]] + [f"{record.key}.{name}"])
+            if len(self.active) >= DEFER_DEPTH:
+                raise Deferred(record, name, compute, list(self.active))
+            self.active.append(key)
+            self.stack.append(record.key)
+            try:
+                result = compute(record, name.removeprefix("costs."))
+            except ValueFailed:
+                result = FAILED
+            finally:
+                self.active.pop()
+                self.stack.pop()
+            self.memo[key] = result
+        if result is FAILED:
+            raise ValueFailed()
+        return result
+
+    def field(self, record: Record, name: str) -> Value | None:
+        return self.memoised(record, name, partial(derivations.field_value, self))
+
+    def referenced(self, record: Record, name: str, bindings: dict[str, Record]) -> Record | None:
+        """The record a name stands for: a for_each binding, a reference input, or a reference field."""
+        if name in bindings:
+            return bindings[name]
+        inputs = record.mapping("inputs")
+        is_input = name in inputs
+        raw = inputs.get(name) if is_input else record.data.get(name)
+        if is_input and not is_reference(raw, self.corpus):
+            # a quantity (or a list): `n.value` where n is '4 GB' names nothing, and must say so
+            raise FormulaError(
+                "KB502",
+                f"'{name}' is a quantity input ({raw!r}), not a record reference, so it has no fields; "
+                f"write {name} alone",
+            )
+        if isinstance(raw, str):
+            target, _ = self.resolve(raw)
+            if target is None and (is_input or self.is_reference_field(record, name)):
+                raise ValueFailed()  # a dangling reference: the links stage has reported it
+            return target
+        return None
+
+    def is_reference_field(self, record: Record, name: str) -> bool:
+        plan = self.types[record.type].plan.properties.get(name) if record.type in self.types else None
+        return bool(plan and plan.ref_types)
+
+    def field_or_cost(self, record: Record, name: str) -> Value | None:
+        costs = record.data.get("costs")
+        if isinstance(costs, dict) and name in costs:
+            return self.cost(record, name)
+        if record.type in self.types:
+            return self.field(record, name)
+        return None
+
+    def cost_or_none(self, record: Record, name: str) -> Value | None:
+        try:
+            return self.cost(record, name)
+        except ValueFailed:
+            return None
+        except Cycle as cycle:
+            self.report("KB506", record, ("costs", name, "formula"), f"costs.{name}: cycle {cycle}")
+            self.memo[(record.key, f"costs.{name}")] = FAILED
+            return None
+
+    def cost(self, record: Record, name: str) -> Value:
+        return self.memoised(record, f"costs.{name}", partial(costs.cost_value, self))
