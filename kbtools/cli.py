@@ -125,12 +125,12 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
     stale = []
     if args.since:
-        changed = changed_since(settings.root, args.since)
+        changed = changed_since(settings, args.since)
         if changed is None:
             print(f"kb check: --since {args.since}: not a git repository, or no such revision", file=sys.stderr)
             return EXIT_USAGE
         stale = stale_figures(corpus, args.since, changed)
-    elif args.paths and changed_since(settings.root, "HEAD") is not None:
+    elif args.paths and changed_since(settings, "HEAD") is not None:
         # the pre-commit path: the named files against the last commit
         named = [_relative(p, settings) for p in args.paths]
         stale = stale_figures(corpus, "HEAD", [n for n in named if n])

@@ -48,6 +48,12 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def code_files() -> list[Path]:
+    """Every module of every subpackage of kbtools, and the unit definitions: what the cache key hashes."""
+    package = Path(__file__).resolve().parent.parent
+    return sorted(p for p in package.rglob("*") if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts)
+
+
 def schema_key(schema_dir: Path) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{FORMAT}:{__version__}:{sys.version_info[:2]}".encode())
@@ -57,10 +63,9 @@ def schema_key(schema_dir: Path) -> str:
             h.update(path.read_bytes())
         except OSError:
             h.update(b"unreadable")
-    # the tool's own code and unit definitions, every module of every subpackage: a kb that changed may
-    # store or judge differently
+    # the tool's own code and unit definitions: a kb that changed may store or judge differently
     package = Path(__file__).resolve().parent.parent
-    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts):
+    for path in code_files():
         h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()

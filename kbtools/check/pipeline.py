@@ -59,7 +59,9 @@ def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
             except ValueError:
                 named.add(path.as_posix())
         diagnostics = [
-            d for d in diagnostics if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith("schema/")
+            d
+            for d in diagnostics
+            if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith(corpus.settings.schema_dir + "/")
         ]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kbtools.check.links import walk_plan
 from kbtools.check.load import LoadError, parse_record_bytes
-from kbtools.corpus import Corpus
+from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.units import QuantityError, format_quantity, parse_unit, parse_written
 
@@ -40,12 +40,13 @@ def git_show(root: Path, rev: str, rel: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def changed_since(root: Path, rev: str) -> list[str] | None:
+def changed_since(settings: Settings, rev: str) -> list[str] | None:
     """Record files that differ between `rev` and the working tree (None: not a git repo / bad rev)."""
+    root, records = settings.root, settings.records_dir + "/"
     if git_lines(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}") is None:
         return None
-    names = git_lines(root, "diff", "--name-only", rev, "--", "records/")
-    untracked = git_lines(root, "ls-files", "--others", "--exclude-standard", "--", "records/") or []
+    names = git_lines(root, "diff", "--name-only", rev, "--", records)
+    untracked = git_lines(root, "ls-files", "--others", "--exclude-standard", "--", records) or []
     return sorted(set((names or []) + untracked))
 
 

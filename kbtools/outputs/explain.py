@@ -17,7 +17,7 @@ class ExplainError(Exception):
 def explain_target(corpus: Corpus, target: str) -> list[str]:
     """`DIR/ID` (every value of a record) or `DIR/ID.FIELD` (one value), as `kb explain` takes it;
     a path to the record's file works too."""
-    ref, _, name = target.removeprefix("records/").removesuffix(".md").partition(".")
+    ref, _, name = target.removeprefix(corpus.settings.records_dir + "/").removesuffix(".md").partition(".")
     record, candidates = Index(corpus).resolve(ref)
     if record is None:
         hint = f" (candidates: {', '.join(c.key for c in candidates)})" if candidates else ""
