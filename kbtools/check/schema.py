@@ -62,17 +62,8 @@ def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str
     for name in unknown:
         line, col = record.position(("unknown", name))
         if name not in declared:
-            close = difflib.get_close_matches(name, sorted(declared), n=1)
-            out.append(
-                Diagnostic.make(
-                    "KB201",
-                    record.path,
-                    line,
-                    col,
-                    f"unknown.{name}: '{name}' is not a field of type "
-                    f"'{record_type.name}'" + (f" (did you mean '{close[0]}'?)" if close else ""),
-                )
-            )
+            message = f"unknown.{name}: '{name}' is not a field of type '{record_type.name}'"
+            out.append(Diagnostic.make("KB201", record.path, line, col, message + did_you_mean(name, declared)))
         elif record.data.get(name) is not None:
             out.append(
                 Diagnostic.make(
@@ -85,6 +76,12 @@ def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str
                 )
             )
     return out
+
+
+def did_you_mean(name: str, declared: set[str]) -> str:
+    """' (did you mean 'x'?)' for a misspelt field, or nothing when no declared field is close."""
+    close = difflib.get_close_matches(name, sorted(declared), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -> list[Diagnostic]:
@@ -103,8 +100,7 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
         for key in unexpected:
             line, col = record.position(path + (key,))
             owner = f"in {where}" if where else f"for type '{type_name}'"
-            close = difflib.get_close_matches(key, sorted(declared), n=1)
-            guess = f" (did you mean '{close[0]}'?)" if close else ""
+            guess = did_you_mean(key, declared)
             out.append(
                 Diagnostic.make(
                     "KB201",
