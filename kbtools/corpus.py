@@ -7,7 +7,7 @@ found. Nothing here parses or validates: that is the stages' work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -121,6 +121,21 @@ class Record:
             if candidate in self.value_positions:
                 return self.value_positions[candidate]
         return self.position(path)
+
+
+def text_fields(value: Any, skip: frozenset[str] | set[str], path: FieldPath = ()) -> Iterator[tuple[FieldPath, str]]:
+    """Every string in a record's frontmatter with its path, leaving out the keys in `skip` (and what is
+    under them): the text a reader reads, for the checks of what prose says."""
+    if isinstance(value, str):
+        if path:
+            yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and key not in skip:
+                yield from text_fields(item, skip, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from text_fields(item, skip, path + (index,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,7 @@ class TypeRegistry:
     types: dict[str, RecordType]
     diagnostics: list[Diagnostic]
 
-    @property
+    @cached_property
     def envelope_fields(self) -> tuple[str, ...]:
         """The fields every record type shares (envelope.schema.json's), in schema order."""
         return tuple(dict.fromkeys(f for t in self.types.values() for f in t.envelope))

@@ -17,6 +17,12 @@ def source(kb, id_, origin, url=None):
     )
 
 
+def sources_of_every_origin(kb):
+    source(kb, "press", "secondary")
+    source(kb, "maker", "first-party")
+    source(kb, "lab", "independent")
+
+
 def gpu(kb, entry, sources="[press]"):
     path = kb.record("accelerators", "gpu-x", "accelerator", f"vendor: V\nmemory_bandwidth:\n{entry}", sources=sources)
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[gpu-x]] [[press]] [[maker]] [[lab]]\n")
@@ -24,9 +30,7 @@ def gpu(kb, entry, sources="[press]"):
 
 
 def test_a_vendor_spec_figure_resting_on_the_press_breaks_the_envelope_rule(kb):
-    source(kb, "press", "secondary")
-    source(kb, "maker", "first-party")
-    source(kb, "lab", "independent")
+    sources_of_every_origin(kb)
     path = gpu(kb, "  value: 3.35 TB/s\n  basis: vendor-spec\n  source: press\n")
     found = kb.check().find("KB561")
     line = path.read_text().splitlines().index("memory_bandwidth:") + 1
@@ -38,19 +42,14 @@ def test_a_vendor_spec_figure_resting_on_the_press_breaks_the_envelope_rule(kb):
 
 
 def test_the_same_figure_citing_the_makers_document_passes(kb):
-    source(kb, "press", "secondary")
-    source(kb, "maker", "first-party")
-    source(kb, "lab", "independent")
+    sources_of_every_origin(kb)
     gpu(kb, "  value: 3.35 TB/s\n  basis: vendor-spec\n  source: maker\n")
-    gpu_secondary = kb.check()
-    assert not gpu_secondary.find("KB561")
+    assert not kb.check().find("KB561")
 
 
 def test_a_record_level_basis_and_sources_are_what_a_short_figure_cites(kb):
     """Short form: the record's basis and its sources; one first-party source among them is enough."""
-    source(kb, "press", "secondary")
-    source(kb, "maker", "first-party")
-    source(kb, "lab", "independent")
+    sources_of_every_origin(kb)
     kb.record(
         "accelerators",
         "gpu-y",
@@ -71,9 +70,7 @@ def test_a_record_level_basis_and_sources_are_what_a_short_figure_cites(kb):
 
 
 def test_a_vendor_claim_citing_an_independent_measurement_is_an_error(kb):
-    source(kb, "press", "secondary")
-    source(kb, "maker", "first-party")
-    source(kb, "lab", "independent")
+    sources_of_every_origin(kb)
     gpu(kb, "  value: 3.35 TB/s\n  basis: measured\n  vendor_claim: true\n  source: lab\n")
     found = kb.check().find("KB562")
     assert len(found) == 1 and "(lab: origin is 'independent', not one of first-party, secondary)" in found[0]

@@ -13,6 +13,17 @@ def gpu(kb, bandwidth="3.35 TB/s", body="[[src-a]]\n", id_="gpu-x"):
     return path
 
 
+def engine_quoting_gpu_x(kb):
+    """An engine whose body types gpu-x's memory bandwidth in a sentence that links gpu-x."""
+    kb.record(
+        "engines",
+        "e",
+        "engine",
+        "kind: serving-engine\n",
+        body="[[src-a]]\n\nOn [[gpu-x]] the cache streams at 3.35 TB/s.\n",
+    )
+
+
 def line_of(path, text, on=""):
     """Line and column of `text` on the first line that holds it (and `on`)."""
     for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -107,13 +118,7 @@ def test_the_inline_value_kb611_suggests_makes_the_check_clean(kb):
 
 def test_a_figure_of_a_record_linked_in_the_same_sentence_is_a_warning(kb):
     gpu(kb)
-    kb.record(
-        "engines",
-        "e",
-        "engine",
-        "kind: serving-engine\n",
-        body="[[src-a]]\n\nOn [[gpu-x]] the cache streams at 3.35 TB/s.\n",
-    )
+    engine_quoting_gpu_x(kb)
     found = kb.check().find("KB611")
     assert len(found) == 1 and found[0].startswith("records/engines/e.md:")
     assert "write {{ accelerators/gpu-x.memory_bandwidth }}" in found[0]
@@ -152,13 +157,7 @@ def test_figures_in_code_and_inline_values_are_not_prose(kb):
 def test_a_warm_check_follows_an_edit_to_the_linked_record(kb):
     """The prose of e quotes gpu-x's figure: after gpu-x changes, a cached check must not keep the old verdict."""
     gpu_path = gpu(kb)
-    kb.record(
-        "engines",
-        "e",
-        "engine",
-        "kind: serving-engine\n",
-        body="[[src-a]]\n\nOn [[gpu-x]] the cache streams at 3.35 TB/s.\n",
-    )
+    engine_quoting_gpu_x(kb)
     assert len(kb.check().find("KB611")) == 1
     assert len(kb.check().find("KB611")) == 1  # from the cache
     gpu_path.write_text(gpu_path.read_text().replace("memory_bandwidth: 3.35 TB/s", "memory_bandwidth: 4.8 TB/s"))

@@ -17,6 +17,7 @@ bandwidth_per_direction: {value}
 ---
 PCIe 6.0 x16 moves 128 GB/s each way, about 1.0e2 GB/s after framing.
 Computed: {{{{ bandwidth_per_direction }}}}. In code: `128 GB/s`. Also 0.128 TB/s, and 128 GB (a capacity).
+The first tables printed ~~128 GB/s~~, an old figure struck through, which is not a stale quote.
 """
 READER = """---
 id: reader

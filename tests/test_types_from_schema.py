@@ -153,7 +153,7 @@ def test_the_site_keeps_its_charts_calculator_and_home_page(renamed):
     parameter = (site / RENAMED_DIRS["hardware-parameters"] / "memory-bandwidth.html").read_text()
     assert "by record" in parameter and "<svg" in parameter
     seed = (site / RENAMED_DIRS["flops"] / "eng-profile-kv-tiering-moves-flops-to-bytes.html").read_text()
-    assert 'class="calculator"' in seed or "data-calculator" in seed
+    assert '<section class="calculator"' in seed and 'id="calculator-model"' in seed
 
 
 def _literals(path: Path):

@@ -9,10 +9,8 @@ nothing. kb new's own placeholder ("TODO") is what this catches once a draft is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
-from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.corpus import Corpus, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import blank_inline_values
 
@@ -24,12 +22,13 @@ _DEBRIS = re.compile(
     re.IGNORECASE,
 )
 _CODE = re.compile(r"`[^`\n]*`")  # code quoted in prose is not debris
+_NOT_TEXT = frozenset({"formula", "url", "config_url", "docs_url", "repository"})  # code and addresses, not prose
 
 
 def find_debris(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
     for record in sorted(corpus.records.values(), key=lambda r: r.path):
-        for path, text in _strings(record.data, ()):
+        for path, text in text_fields(record.data, _NOT_TEXT):
             match = _search(text)
             if match:
                 line, col = record.value_position(path)
@@ -57,15 +56,3 @@ def _diagnostic(record: Record, line: int, col: int, where: str, match: re.Match
         f"{where}: {match.group()!r} looks like a template's or a tool's leftover; "
         "write what it stands for, or remove it",
     )
-
-
-def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and key not in ("formula", "url", "config_url", "docs_url", "repository"):
-                yield from _strings(item, path + (key,))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, path + (index,))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from kbtools.corpus import FieldPath, Record, dotted
+from kbtools.corpus import FieldPath, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import blank_inline_values, too_large
 from kbtools.lang.units import QuantityError, format_quantity, parse_unit, unit_registry
@@ -100,38 +100,45 @@ class Known:
 def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[str, Any]) -> list[Diagnostic]:
     own = _own_values(computer, record, fields, costs)
     names = _field_names(computer, record, own)
-    same_type = {key for key in _linked(computer, record) if computer.corpus.records[key].type == record.type}
     found: list[Diagnostic] = []
-    for path, text in _strings(record.data, ()):
+    for path, text in text_fields(record.data, _SKIP_KEYS):
         claimed = _claimed_field(path, own)
         for sentence, offset in _sentences(text):
-            for figure in _figures(sentence):
-                known = _contradicted(figure, sentence, claimed, names, own, same_type)
+            figures = list(_figures(sentence))
+            about_another = _about_another(computer, record, _keys_linked(computer, sentence)) if figures else False
+            for figure in figures:
+                known = _contradicted(figure, figures, sentence, claimed, names, own, about_another)
                 if known is not None:
                     line, col = _locate(computer, record, path, text, offset + figure.start)
                     found.append(_contradiction(record, line, col, dotted(path), figure, known))
-    body = record.body or "" if too_large(record.body or "") is None else ""  # KB114/KB115 already say why not
     record_type = computer.types.get(record.type)
     asks_inline = record_type is not None and not record_type.quotes_documents
     values_of: dict[str, list[Known]] = {}
-    for offset, text in _body_lines(body):
-        for sentence, start in _sentences(text):
-            for figure in _figures(sentence):
+    for offset, text in prose_lines(record.body or ""):
+        for sentence, start in _sentences(text, blanked=True):
+            figures = list(_figures(sentence))
+            if not figures:
+                continue
+            linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
+            about_another = _about_another(computer, record, linked)
+            pool: list[Known] | None = None
+            for figure in figures:
                 line, col = record.body_line + offset, start + figure.start + 1
-                known = _contradicted(figure, sentence, None, names, own, same_type)
+                known = _contradicted(figure, figures, sentence, None, names, own, about_another)
                 if known is not None:
                     found.append(_contradiction(record, line, col, "body", figure, known))
                     continue
                 if not asks_inline:
                     continue
-                # another record's values count where the sentence links it, and come first: "[[x]], 50 GB/s"
-                # is x's figure even when this record has a 50 GB/s of its own
-                pool = []
-                for key in dict.fromkeys(_keys_linked(computer, sentence)):
-                    if key not in values_of:
-                        values_of[key] = _values_of(computer, key) if key != record.key else []
-                    pool.extend(values_of[key])
-                pool.extend(own)
+                if pool is None:
+                    # another record's values count where the sentence links it, and come first: "[[x]], 50 GB/s"
+                    # is x's figure even when this record has a 50 GB/s of its own
+                    pool = []
+                    for key in linked:
+                        if key not in values_of:
+                            values_of[key] = _values_of(computer, key) if key != record.key else []
+                        pool.extend(values_of[key])
+                    pool.extend(own)
                 match = _quoted(figure, pool)
                 if match is not None:
                     found.append(
@@ -164,24 +171,17 @@ def _own_values(computer, record: Record, fields: dict[str, Any], costs: dict[st
     for name, value in costs.items():
         if value.quantity is not None:
             out.append(Known(name, f"{record.key}.costs.{name}", value.quantity, name, computed=True))
-    inputs = record.data.get("inputs")
-    if isinstance(inputs, dict):
-        for name in inputs:
-            written = computer.written.get((record.key, ("inputs", name)))
-            if written is not None:
-                out.append(Known(name, f"{record.key}.inputs.{name}", written.quantity, name))
+    for name in record.mapping("inputs"):
+        written = computer.written.get((record.key, ("inputs", name)))
+        if written is not None:
+            out.append(Known(name, f"{record.key}.inputs.{name}", written.quantity, name))
     return out
 
 
-def _linked(computer, record: Record) -> list[str]:
-    edges = computer.corpus.edges or ()
-    return list(
-        dict.fromkeys(
-            target
-            for source, target, _, _ in edges
-            if source == record.key and target != record.key and target in computer.corpus.records
-        )
-    )
+def _about_another(computer, record: Record, linked: list[str]) -> bool:
+    """A sentence that links another record of this record's type is about that one, not this one."""
+    records = computer.corpus.records
+    return any(key != record.key and records[key].type == record.type for key in linked)
 
 
 def _keys_linked(computer, sentence: str) -> list[str]:
@@ -241,37 +241,31 @@ def _words_pattern(words: tuple[str, ...]) -> re.Pattern:
 
 
 # ------------------------------------------------------------------ reading text
-def _strings(value: Any, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
-    if isinstance(value, str):
-        if path:
-            yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and key not in _SKIP_KEYS:
-                yield from _strings(item, path + (key,))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, path + (index,))
-
-
 def _blank(text: str) -> str:
     """Inline values, quoted code, struck-through (old) figures, URLs and HTML blanked, columns kept
     (inline values by a linear scan: a line of unclosed {{ must not cost a search from each)."""
     return _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), blank_inline_values(text))
 
 
-def _body_lines(body: str) -> Iterator[tuple[int, str]]:
+def prose_lines(body: str) -> Iterator[tuple[int, str]]:
+    """A body's prose, line by line (0-based offset, text): code blocks left out; inline values, quoted code,
+    struck-through figures, quotations, URLs and HTML blanked, columns kept. What the figure checks read
+    (this one and KB600's), so an old figure struck through is quiet for both. A body too large to check
+    (KB114/KB115) gives nothing."""
+    if too_large(body) is not None:
+        return
     fenced = False
     for offset, text in enumerate(body.splitlines()):
         if text.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
             continue
         if not fenced and not text.startswith("    "):
-            yield offset, text
+            yield offset, _blank(text)
 
 
-def _sentences(text: str) -> Iterator[tuple[str, int]]:
-    text = _blank(text)
+def _sentences(text: str, blanked: bool = False) -> Iterator[tuple[str, int]]:
+    if not blanked:
+        text = _blank(text)
     start = 0
     for boundary in _SENTENCE.finditer(text):
         yield text[start : boundary.start()], start
@@ -327,22 +321,19 @@ def _claimed_field(path: FieldPath, own: list[Known]) -> str | None:
 
 def _contradicted(
     figure: Figure,
+    figures: list[Figure],
     sentence: str,
     claimed: str | None,
     names: dict[str, re.Pattern],
     own: list[Known],
-    same_type: set[str],
+    about_another: bool,
 ) -> Known | None:
-    if figure.unit == "×" or _PER_PART.match(sentence[figure.end :]) or _is_operand(figure, sentence):
+    """The value of this record that `figure` claims and contradicts, or None. `figures` are all of its
+    sentence's; `about_another` says the sentence links another record of this type."""
+    if about_another or figure.unit == "×" or _PER_PART.match(sentence[figure.end :]) or _is_operand(figure, sentence):
         return None
-    alike = [f for f in _figures(sentence) if f.quantity.is_compatible_with(figure.quantity)]
-    if len(alike) > 1:
+    if sum(f.quantity.is_compatible_with(figure.quantity) for f in figures) > 1:
         return None  # a sentence giving two figures of one kind compares or derives them
-    if any(
-        target.strip() in same_type or any(k.endswith("/" + target.strip()) for k in same_type)
-        for target in _LINK.findall(sentence)
-    ):
-        return None
     for known in own:
         if not figure.quantity.is_compatible_with(known.quantity):
             continue

@@ -17,6 +17,7 @@ from typing import Any
 
 from kbtools.check.links import walk_plan
 from kbtools.check.load import LoadError, parse_record_bytes
+from kbtools.check.prose import prose_lines
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.units import QuantityError, format_quantity, parse_unit, parse_written
@@ -105,14 +106,7 @@ def stale_figures(corpus: Corpus, rev: str, changed: list[str]) -> list[Diagnost
 
 def _mentions(reader, old_value, new_value, owner, field: str, field_line: int, rev: str) -> list[Diagnostic]:
     out = []
-    fenced = False
-    for offset, text in enumerate(reader.body.splitlines()):
-        if text.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        text = re.sub(r"\{\{.*?\}\}|`[^`]*`", lambda m: " " * len(m.group(0)), text)  # computed values and code
+    for offset, text in prose_lines(reader.body):  # the prose KB610/611 read: an old figure struck through is quiet
         for match in MENTION.finditer(text):
             number = match.group(1) + (match.group(2) or "")
             try:

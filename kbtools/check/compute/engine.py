@@ -47,6 +47,9 @@ class Computer:
         self.deps: dict[str, set[str]] = {}
         self.resolved: dict[str, dict[str, Any]] = {}
         self.parsed: set[str] = set()
+        # how a field and a cost are computed, bound once: memoised() is the hottest call of a check
+        self.compute_field = partial(derivations.field_value, self)
+        self.compute_cost = partial(costs.cost_value, self)
 
     def resolve(self, query: str):
         target, candidates = self.index.resolve(query)
@@ -269,7 +272,7 @@ class Computer:
         return result
 
     def field(self, record: Record, name: str) -> Value | None:
-        return self.memoised(record, name, partial(derivations.field_value, self))
+        return self.memoised(record, name, self.compute_field)
 
     def referenced(self, record: Record, name: str, bindings: dict[str, Record]) -> Record | None:
         """The record a name stands for: a for_each binding, a reference input, or a reference field."""
@@ -315,4 +318,4 @@ class Computer:
             return None
 
     def cost(self, record: Record, name: str) -> Value:
-        return self.memoised(record, f"costs.{name}", partial(costs.cost_value, self))
+        return self.memoised(record, f"costs.{name}", self.compute_cost)
