@@ -23,15 +23,94 @@ def diagnostics(root: Path, cached: bool) -> list[tuple]:
     return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
 
 
+CHAIN_MIDDLE = """---
+id: chain-m
+type: measurement
+name: Chain middle
+status: verified
+confidence: 0.7
+updated: 2026-11-25
+sources: [source-000001]
+basis: measured
+metric: KV transfer rate
+value: 10 GB/s
+measured_by: vendor
+engine: engine-000000
+accelerators: [accelerator-000000]
+inputs:
+  tier: storage-tiers/chain-tier
+  size: 1 GB
+costs:
+  read_time:
+    formula: size / tier.bandwidth
+    unit: ms
+---
+Read by [[flops/chain-f]]; reads one gigabyte from [[storage-tiers/chain-tier]].
+"""
+
+CHAIN_END = """---
+id: chain-f
+type: flop
+name: Chain end
+status: verified
+confidence: 0.7
+updated: 2026-11-25
+sources: [source-000001]
+basis: secondary
+class: kv_transfer
+bound_by: storage
+inputs:
+  m: measurements/chain-m
+costs:
+  twice:
+    formula: m.read_time * 2
+    unit: ms
+    stated: {stated}
+---
+Twice the time of [[measurements/chain-m]].
+"""
+
+CHAIN_HEAD = """---
+id: chain-tier
+type: storage_tier
+name: Chain head
+status: verified
+confidence: 0.7
+updated: 2026-11-25
+sources: [source-000001]
+basis: measured
+medium: nvme
+path: tiered-offload
+bandwidth: 20 GB/s
+---
+Read by [[measurements/chain-m]].
+"""
+
+TIER = "records/storage-tiers/chain-tier.md"
+
+
+def add_chain(root: Path) -> str:
+    """tier -> measurement (a cost reading the tier's bandwidth) -> FLOP class (a stated cost reading that cost):
+    the FLOP class reads the tier only through the measurement's value, so only a transitive closure sees it."""
+    (root / TIER).write_text(CHAIN_HEAD)
+    (root / "records" / "measurements" / "chain-m.md").write_text(CHAIN_MIDDLE)
+    (root / "records" / "flops" / "chain-f.md").write_text(CHAIN_END.format(stated="100 ms"))
+    return TIER
+
+
 def edit(root: Path, rng: random.Random) -> str:
     files = sorted((root / "records").rglob("*.md"))
     path = rng.choice(files)
     text = path.read_text()
     kind = rng.choice(
         ["quantity", "link", "delete", "rename", "add", "schema", "body", "unit", "yaml", "geometry", "geometry"]
+        + ["quantity", "body"] * ((root / TIER).exists() and (root / "records/flops/chain-f.md").exists())
     )
     if kind == "geometry":  # a model's shape: every flop stating bytes from it is re-checked
         path = rng.choice(sorted((root / "records" / "models").glob("*.md")))
+        text = path.read_text()
+    if kind in ("quantity", "body") and rng.random() < 0.3 and (root / TIER).exists():
+        path = root / TIER  # the head of the chain: read, through a value, two records away
         text = path.read_text()
     if kind == "quantity" and re.search(r"\d+(\.\d+)? (GB/s|TFLOP/s|W|GB)", text):
         text = re.sub(
@@ -94,6 +173,7 @@ def edit(root: Path, rng: random.Random) -> str:
 def test_incremental_equals_full_over_random_edits(tmp_path, seed):
     root = tmp_path / "kb"
     generate(root, 120, seed=seed, defects=0.1)
+    add_chain(root)
     rng = random.Random(seed)
     assert diagnostics(root, cached=True) == diagnostics(root, cached=False)
     for step in range(16):
@@ -102,6 +182,65 @@ def test_incremental_equals_full_over_random_edits(tmp_path, seed):
         incremental = diagnostics(root, cached=True)
         assert incremental == full, f"step {step}: {what}"
         assert diagnostics(root, cached=True) == full, f"step {step} (second cached run): {what}"
+
+
+def test_an_edit_reaches_a_reader_two_records_away(tmp_path):
+    """tier -> measurement -> FLOP class: doubling the tier's bandwidth halves the measurement's cost, so the
+    FLOP class's stated figure, which reads only the measurement, no longer matches; halving it back cures it."""
+    root = tmp_path / "kb"
+    generate(root, 120, seed=11, defects=0.0)
+    tier = root / add_chain(root)
+    original = tier.read_text()
+
+    def chain_findings(cached: bool) -> list[tuple]:
+        return [d for d in diagnostics(root, cached=cached) if "chain" in d[0]]
+
+    assert chain_findings(cached=True) == [] == chain_findings(cached=False)
+    tier.write_text(re.sub(r"(?m)^bandwidth: ([\d.]+)", lambda m: f"bandwidth: {float(m[1]) * 2:g}", original))
+    found = chain_findings(cached=True)
+    assert [(d[0], d[3]) for d in found] == [("records/flops/chain-f.md", "KB500")]
+    assert found == chain_findings(cached=False)
+    tier.write_text(original + "\nA sentence that changes no value.\n")  # the value is back; the body moved on
+    assert chain_findings(cached=True) == [] == chain_findings(cached=False)
+
+
+def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_path):
+    """Two kb processes on one repository, started together over and over between edits: neither fails,
+    each reports what a full check does, the cache stays a sound database, and the next warm run is right."""
+    import sqlite3
+    import subprocess
+
+    from conftest import KB_SCRIPT
+
+    root = tmp_path / "kb"
+    generate(root, 120, seed=12, defects=0.1)
+    add_chain(root)
+    rng = random.Random(12)
+
+    def full_output() -> str:
+        proc = subprocess.run([KB_SCRIPT, "--root", str(root), "check", "--no-cache"], capture_output=True, text=True)
+        return proc.stdout
+
+    for step in range(6):
+        what = edit(root, rng)
+        expected = full_output()
+        both = [
+            subprocess.Popen(
+                [KB_SCRIPT, "--root", str(root), "check"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(2)
+        ]
+        results = [p.communicate(timeout=300) for p in both]
+        for p, (out, err) in zip(both, results, strict=True):
+            assert p.returncode in (0, 1) and "Traceback" not in err, f"step {step}: {what}: {err}"
+            assert out == expected, f"step {step}: {what}"
+        database = sqlite3.connect(root / ".kb-cache" / "check.sqlite")
+        try:
+            assert database.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            assert database.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        finally:
+            database.close()
+        assert diagnostics(root, cached=True) == diagnostics(root, cached=False), f"step {step}: {what}"
 
 
 def test_named_file_check_reports_what_a_full_check_reports_for_it(tmp_path):

@@ -40,7 +40,7 @@ from kbtools.diagnostics import Diagnostic, Severity
 
 CACHE_DIR = ".kb-cache"
 CACHE_FILE = "check.sqlite"
-FORMAT = 2
+FORMAT = 3
 RACY_NS = 2_000_000_000
 
 
@@ -362,10 +362,16 @@ class Cache:
         self.secret = user_secret() if enabled else None
         self.enabled = enabled and self.secret is not None
         self.key = schema_key(schema_dir) if schema_dir.is_dir() else ""
+        self.trusted = False  # the stored rows are this kb's, this schema's and this user's
         self.files = Table("files", self._verify)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
         self.compute = Table("compute", self._verify)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
+        self.index_fingerprint: str | None = None  # the ids and types of the last run (links.Index.fingerprint)
+        self.generation: Any = None  # how many runs saved values before the one this run read
+        # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
+        self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
+        self._reader: sqlite3.Connection | None = None
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
         if self.enabled:
             self._read()
@@ -416,8 +422,13 @@ class Cache:
         if not self.path.exists():
             return
         try:
-            connection = sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, timeout=5)
+            # one read transaction for the whole run: the reverse-dependency rows asked for later come from
+            # the same snapshot as the entries read now, whatever another kb saves meanwhile (WAL)
+            connection = sqlite3.connect(
+                self.path.absolute().as_uri() + "?mode=ro", uri=True, timeout=30, isolation_level=None
+            )
             try:
+                connection.execute("BEGIN")
                 rows = dict(connection.execute("SELECT name, body FROM meta").fetchall())
                 meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in rows.items()}
                 if meta.get("key") != self.key:
@@ -425,15 +436,63 @@ class Cache:
                 written = meta.get("written_ns")
                 self.written_ns = written if isinstance(written, int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
+                index = meta.get("index")
+                self.index_fingerprint = index if isinstance(index, str) else None
+                self.generation = meta.get("generation")
                 for table in (self.files, self.compute):
                     table.raw = {
                         name: (body, mac)
                         for name, body, mac in connection.execute(f"SELECT name, body, mac FROM {table.name}")
                     }
+                self.trusted = True
             finally:
-                connection.close()
+                if self.trusted:
+                    self._reader = connection
+                else:
+                    connection.close()
         except (sqlite3.Error, ValueError, TypeError, OSError):
             self.files.raw, self.compute.raw, self.compute_global = {}, {}, []
+            self.trusted = False
+            self.index_fingerprint = self.generation = None
+
+    # ------------------------------------------------------------ the reverse-dependency table
+    def dependents(self, key: str) -> dict[str, dict[str, str]]:
+        """Who read `key` when last computed, with a fingerprint of each value read: reader -> {value: fp}.
+        Rows come from the table (signed, verified one by one) unless this run computed the reader again."""
+        out: dict[str, dict[str, str]] = {}
+        if self.trusted and self._reader is not None:
+            try:
+                assert self._reader is not None
+                rows = self._reader.execute("SELECT reader, body, mac FROM reads WHERE dep = ?", (key,)).fetchall()
+            except sqlite3.Error:  # a cache of the kb before this table: every reader is suspect
+                return {reader: {"": ""} for reader in self.compute}
+            for reader, body, mac in rows:
+                seen = self._verify_read(reader, key, body, mac)
+                if seen is None:
+                    return {reader: {"": ""} for reader in self.compute}  # forged or corrupt: trust no row
+                out[reader] = seen
+        for reader, reads in self.new_reads.items():
+            if key in reads:
+                out[reader] = reads[key]
+            else:
+                out.pop(reader, None)
+        return out
+
+    def set_reads(self, reader: str, reads: dict[str, dict[str, str]]) -> None:
+        """What `reader` read this run (record read -> {value: fingerprint}); replaces all of its rows."""
+        self.new_reads[reader] = reads
+
+    def _verify_read(self, reader: str, dep: str, body: str, mac: str) -> dict[str, str] | None:
+        if not isinstance(body, str) or not isinstance(mac, str):
+            return None
+        if not hmac.compare_digest(self._mac("reads", f"{reader}\0{dep}", body), mac):
+            return None
+        try:
+            seen = json.loads(body)
+        except ValueError:
+            return None
+        ok = isinstance(seen, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in seen.items())
+        return seen if ok else None
 
     # ------------------------------------------------------------ per file
     def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
@@ -471,7 +530,12 @@ class Cache:
             return
         for rel in [rel for rel in self.files if rel not in live_paths]:
             del self.files[rel]
-        changed = any((t.dirty, t.deleted) for t in (self.files, self.compute)) or self.global_changed
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        changed = (
+            any((t.dirty, t.deleted) for t in (self.files, self.compute)) or self.global_changed or bool(self.new_reads)
+        )
         if not changed:
             return
         try:
@@ -494,36 +558,86 @@ class Cache:
             pass  # a cache that cannot be written only costs time
 
     def _write(self) -> None:
-        connection = sqlite3.connect(self.path, timeout=5)
+        # WAL: readers never block the writer nor see half a write; BEGIN IMMEDIATE takes the write lock
+        # before anything is read, so of two kb processes saving at once one waits for the other, and every
+        # record's rows (its entry, its reads) are replaced together by the one that saves last.
+        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            with connection:
-                connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
-                for table_name in ("files", "compute"):
-                    connection.execute(
-                        f"CREATE TABLE IF NOT EXISTS {table_name} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)"
-                    )
-                stored = connection.execute("SELECT body FROM meta WHERE name = 'key'").fetchone()
-                fresh = stored is None or self._verify("meta", "key", *json.loads(stored[0])) != self.key
-                if fresh:  # another key, or rows this user did not sign: none of it is kept
-                    for table in (self.files, self.compute):
-                        connection.execute(f"DELETE FROM {table.name}")
-                        table.dirty.update(table.live)
-                        table.dirty.update(table.raw)
-                for table in (self.files, self.compute):
-                    for name in table.dirty:
-                        entry = table.get(name)
-                        if entry is not None:
-                            connection.execute(
-                                f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)",
-                                self._row(table.name, name, entry.packed()),
-                            )
-                    connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
-                meta = {"key": self.key, "written_ns": time.time_ns(), "compute_global": list(self.compute_global)}
-                for name, value in meta.items():
-                    _, body, mac = self._row("meta", name, value)
-                    connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps([body, mac])))
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                self._write_rows(connection)
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
         finally:
             connection.close()
+
+    def _write_rows(self, connection: sqlite3.Connection) -> None:
+        connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
+        for table_name in ("files", "compute"):
+            connection.execute(f"CREATE TABLE IF NOT EXISTS {table_name} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)")
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, mac TEXT, PRIMARY KEY (reader, dep))"
+        )
+        connection.execute("CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep)")
+        stored = dict(connection.execute("SELECT name, body FROM meta WHERE name IN ('key', 'generation')").fetchall())
+        meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in stored.items()}
+        if meta.get("key") != self.key:  # another key, or rows this user did not sign: none of it is kept
+            for table in (self.files, self.compute):
+                connection.execute(f"DELETE FROM {table.name}")
+                table.dirty.update(table.live)
+                table.dirty.update(table.raw)
+            connection.execute("DELETE FROM reads")
+            for name in self.compute:  # an entry is kept only with the reads it was computed from
+                if name not in self.new_reads:
+                    del self.compute[name]
+                    self.index_fingerprint = None
+        elif meta.get("generation") != self.generation:
+            # Another kb saved since this one read the cache. A file's rows hold what its bytes alone decide
+            # (and what is checked again on use), so they are written; the values are not: a record computed
+            # here may have read a neighbour the other run has since recomputed from newer bytes, and a
+            # reader kept with an old neighbour's values would never be looked at again.
+            self._write_table(connection, self.files)
+            self._write_meta(connection, {"written_ns": time.time_ns()})
+            return
+        for reader, reads in self.new_reads.items():
+            connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
+            connection.executemany(
+                "INSERT INTO reads VALUES (?, ?, ?, ?)",
+                [
+                    (reader, dep, body, self._mac("reads", f"{reader}\0{dep}", body))
+                    for dep, seen in reads.items()
+                    for body in [json.dumps(seen, sort_keys=True, separators=(",", ":"))]
+                ],
+            )
+        self._write_table(connection, self.files)
+        self._write_table(connection, self.compute)
+        self._write_meta(
+            connection,
+            {
+                "key": self.key,
+                "generation": (self.generation if isinstance(self.generation, int) else 0) + 1,
+                "written_ns": time.time_ns(),
+                "compute_global": list(self.compute_global),
+                "index": self.index_fingerprint,
+            },
+        )
+
+    def _write_table(self, connection: sqlite3.Connection, table: Table) -> None:
+        for name in table.dirty:
+            entry = table.get(name)
+            if entry is not None:
+                connection.execute(
+                    f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)", self._row(table.name, name, entry.packed())
+                )
+        connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
+
+    def _write_meta(self, connection: sqlite3.Connection, meta: dict[str, Any]) -> None:
+        for name, value in meta.items():
+            _, body, mac = self._row("meta", name, value)
+            connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps([body, mac])))
 
 
 T = TypeVar("T")

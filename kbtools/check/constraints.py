@@ -25,7 +25,9 @@ with their codes, are listed in docs/diagnostics.md, generated from the schemas.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
+from kbtools.check.cache import remembered
 from kbtools.check.links import Index, walk_plan
 from kbtools.check.similar import url_key
 from kbtools.corpus import Corpus, FieldPath, Record, dotted
@@ -33,34 +35,55 @@ from kbtools.diagnostics import Diagnostic, Severity
 
 
 def check_constraints(corpus: Corpus) -> Corpus:
-    index = None
+    index = Index(corpus)
+    fingerprint = index.fingerprint()
+
+    def still_valid(kept: dict) -> bool:
+        # valid while the record, the set of ids and types, and every source it read stay the same
+        return kept["index"] == fingerprint and all(
+            key in index.by_key and index.by_key[key].digest == d for key, d in kept["read"].items()
+        )
+
     found: list[Diagnostic] = []
     for record in sorted(corpus.records.values(), key=lambda r: r.path):
-        record_type = corpus.registry.types.get(record.type) if record.type else None
-        rules = record_type.constraints if record_type is not None else ()
-        for rule in rules:
-            for path, item in _items(rule.get("each", "record"), record, record_type):
-                if not _matches(rule.get("when", {}), item, record):
-                    continue
-                failed = _unmet(rule.get("require", {}), item, record)
-                if failed is None and "cites" in rule:
-                    if index is None:
-                        index = Index(corpus)
-                    failed = _uncited(rule["cites"], item, record, index)
-                if failed is not None:
-                    line, col = record.position(path) if path else record.position(("id",))
-                    where = dotted(path) if path else record.key
-                    found.append(
-                        Diagnostic(
-                            code=rule["code"],
-                            severity=Severity(rule["severity"]),
-                            path=record.path,
-                            line=line,
-                            column=col,
-                            message=f"{where}: {rule['message']} ({failed})",
-                        )
-                    )
+        kept = remembered(
+            corpus.cache,
+            record,
+            "constraints",
+            partial(_record_constraints, corpus, record, index, fingerprint),
+            valid=still_valid,
+        )
+        found.extend(kept["diagnostics"])
     return corpus.with_diagnostics(found)
+
+
+def _record_constraints(corpus: Corpus, record: Record, index: Index, fingerprint: str) -> dict:
+    """One record's findings, with the sources it read to judge them (key -> digest)."""
+    found: list[Diagnostic] = []
+    read: dict[str, str] = {}
+    record_type = corpus.registry.types.get(record.type) if record.type else None
+    rules = record_type.constraints if record_type is not None else ()
+    for rule in rules:
+        for path, item in _items(rule.get("each", "record"), record, record_type):
+            if not _matches(rule.get("when", {}), item, record):
+                continue
+            failed = _unmet(rule.get("require", {}), item, record)
+            if failed is None and "cites" in rule:
+                failed = _uncited(rule["cites"], item, record, index, read)
+            if failed is not None:
+                line, col = record.position(path) if path else record.position(("id",))
+                where = dotted(path) if path else record.key
+                found.append(
+                    Diagnostic(
+                        code=rule["code"],
+                        severity=Severity(rule["severity"]),
+                        path=record.path,
+                        line=line,
+                        column=col,
+                        message=f"{where}: {rule['message']} ({failed})",
+                    )
+                )
+    return {"index": fingerprint, "read": read, "diagnostics": found}
 
 
 def _items(each: str, record: Record, record_type) -> Iterator[tuple[FieldPath, dict]]:
@@ -116,7 +139,7 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
     return None
 
 
-def _uncited(conditions: dict, item: dict, record: Record, index: Index) -> str | None:
+def _uncited(conditions: dict, item: dict, record: Record, index: Index, read: dict[str, str]) -> str | None:
     cited = item.get("source")
     names = (
         [cited]
@@ -130,6 +153,7 @@ def _uncited(conditions: dict, item: dict, record: Record, index: Index) -> str 
         source, _ = index.resolve(name)
         if source is None:
             return None  # a dangling reference is the links stage's finding, not this rule's
+        read[source.key] = source.digest
         reason = _unmet(conditions, dict(source.data), record)
         if reason is None:
             return None

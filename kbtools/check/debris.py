@@ -9,7 +9,9 @@ nothing. kb new's own placeholder ("TODO") is what this catches once a draft is 
 from __future__ import annotations
 
 import re
+from functools import partial
 
+from kbtools.check.cache import remembered
 from kbtools.corpus import Corpus, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import blank_inline_values
@@ -28,17 +30,24 @@ _NOT_TEXT = frozenset({"formula", "url", "config_url", "docs_url", "repository"}
 def find_debris(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
     for record in sorted(corpus.records.values(), key=lambda r: r.path):
-        for path, text in text_fields(record.data, _NOT_TEXT):
-            match = _search(text)
-            if match:
-                line, col = record.value_position(path)
-                found.append(_diagnostic(record, line, col, dotted(path), match))
-        body = _CODE.sub(lambda m: " " * len(m.group()), blank_inline_values(record.body or ""))
-        for offset, line_text in enumerate(body.splitlines()):
-            match = _search(line_text)
-            if match:
-                found.append(_diagnostic(record, record.body_line + offset, match.start() + 1, "body", match))
+        # a function of the file's bytes alone: kept while they are unchanged
+        found.extend(remembered(corpus.cache, record, "debris", partial(_record_debris, record)))
     return corpus.with_diagnostics(found)
+
+
+def _record_debris(record: Record) -> list[Diagnostic]:
+    found = []
+    for path, text in text_fields(record.data, _NOT_TEXT):
+        match = _search(text)
+        if match:
+            line, col = record.value_position(path)
+            found.append(_diagnostic(record, line, col, dotted(path), match))
+    body = _CODE.sub(lambda m: " " * len(m.group()), blank_inline_values(record.body or ""))
+    for offset, line_text in enumerate(body.splitlines()):
+        match = _search(line_text)
+        if match:
+            found.append(_diagnostic(record, record.body_line + offset, match.start() + 1, "body", match))
+    return found
 
 
 def _search(text: str) -> re.Match | None:

@@ -213,7 +213,7 @@ def _values_of(computer, key: str) -> list[Known]:
                         own=False,
                     )
                 )
-        cost_specs = target.data.get("costs")
+        cost_specs = computer.peek(target, "costs")
         for name in cost_specs if isinstance(cost_specs, dict) else ():
             value = computer.cost_or_none(target, name)
             if value is not None and value.quantity is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from kbtools.check.compute.engine import Computer
-from kbtools.check.compute.incremental import dirty_records, keep_for_next_run, with_kept_diagnostics
+from kbtools.check.compute.incremental import cut_off, dirty_records, keep_for_next_run, with_kept_diagnostics
 from kbtools.check.compute.values import Value, how_far, matching, substituted, verdict
 from kbtools.corpus import Corpus
 
@@ -23,8 +23,13 @@ def recompute_costs(corpus: Corpus) -> Corpus:
     computer = Computer(corpus)
     cache = corpus.cache
     reuse = cache is not None and not corpus.complete
-    only = dirty_records(corpus, cache, computer.index) if reuse else None
+    only = dirty_records(corpus, cache, computer) if reuse else None
     computed = computer.run(only)
+    frontier = set(only or ())
+    while frontier and only is not None:  # the readers of what came out differently, until nothing does
+        frontier = cut_off(corpus, cache, computer, frontier, only)
+        only |= frontier
+        computed.update(computer.run(frontier))
     diagnostics = list(computer.diagnostics)
     if cache is not None:
         if reuse and only is not None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from kbtools.check.compute import costs, derivations, incremental, inline, parameters
-from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, Cycle, Deferred, ValueFailed
+from kbtools.check.compute import costs, derivations, inline, parameters
+from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, QUERY, RAW, Cycle, Deferred, ValueFailed
 from kbtools.check.compute.values import (
     Value,
     is_reference,
@@ -42,20 +42,29 @@ class Computer:
     def __post_init__(self) -> None:
         self.index = Index(self.corpus)
         self.types = self.corpus.registry.types
-        # for the cache: which records each record's values read, and how its references resolved
+        # For the cache, what each driven record's values read, transitively: (record key, value name) of
+        # every value of another record, and ("?", query) of every reference resolved. Each value under
+        # computation has a frame collecting its reads; a memoised value keeps its reads (value_reads), so
+        # a later use of it, found in the memo, counts them again.
         self.stack: list[str] = []
-        self.deps: dict[str, set[str]] = {}
-        self.resolved: dict[str, dict[str, Any]] = {}
+        self.frames: list[set[tuple[str, str]]] = []
+        self.value_reads: dict[tuple[str, str], frozenset[tuple[str, str]]] = {}
+        self.reads: dict[str, set[tuple[str, str]]] = {}
         self.parsed: set[str] = set()
         # how a field and a cost are computed, bound once: memoised() is the hottest call of a check
         self.compute_field = partial(derivations.field_value, self)
         self.compute_cost = partial(costs.cost_value, self)
 
     def resolve(self, query: str):
-        target, candidates = self.index.resolve(query)
-        if self.stack:
-            self.resolved.setdefault(self.stack[-1], {})[query] = incremental.resolution_key(target, candidates)
-        return target, candidates
+        if self.frames:
+            self.frames[-1].add((QUERY, query))
+        return self.index.resolve(query)
+
+    def peek(self, record: Record, key: str) -> Any:
+        """Another record's frontmatter field read as it is written (not as a value): tracked for the cache."""
+        if self.frames:
+            self.frames[-1].add((record.key, RAW + key))
+        return record.data.get(key)
 
     def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
         at_line, col = record.position(path)
@@ -156,6 +165,7 @@ class Computer:
             if only is not None and record.key not in only:
                 continue
             self.stack.append(record.key)
+            self.frames.append(self.reads.setdefault(record.key, set()))
             try:
                 entry = self.drive(lambda record=record: self.record_values(record))
             except (ValueFailed, Cycle):
@@ -165,6 +175,7 @@ class Computer:
                 entry = None
             finally:
                 self.stack.pop()
+                self.frames.pop()
             if entry is not None:
                 computed[record.key] = entry
         return computed
@@ -178,12 +189,13 @@ class Computer:
                     return work()
                 top = pending[-1]
                 saved, self.stack = self.stack, [top.record.key]
+                saved_frames, self.frames = self.frames, []
                 try:
                     self.memoised(top.record, top.name, top.compute)
                 except (ValueFailed, Cycle):
                     pass  # reported (or to be reported) where it is used
                 finally:
-                    self.stack = saved
+                    self.stack, self.frames = saved, saved_frames
                 pending.pop()
             except Deferred as deferred:
                 key = (deferred.record.key, deferred.name)
@@ -248,8 +260,6 @@ class Computer:
     def memoised(self, record: Record, name: str, compute) -> Any:
         """Compute once per (record, name); re-entry while computing is a cycle; failures stick."""
         key = (record.key, name)
-        if self.stack and self.stack[-1] != record.key:
-            self.deps.setdefault(self.stack[-1], set()).add(record.key)
         if key in self.memo:
             result = self.memo[key]
         else:
@@ -259,6 +269,8 @@ class Computer:
                 raise Deferred(record, name, compute, list(self.active))
             self.active.append(key)
             self.stack.append(record.key)
+            frame: set[tuple[str, str]] = set()
+            self.frames.append(frame)
             try:
                 result = compute(record, name.removeprefix("costs."))
             except ValueFailed:
@@ -266,7 +278,12 @@ class Computer:
             finally:
                 self.active.pop()
                 self.stack.pop()
+                self.frames.pop()
             self.memo[key] = result
+            self.value_reads[key] = frozenset(frame)
+        if self.frames:
+            self.frames[-1].add(key)
+            self.frames[-1].update(self.value_reads.get(key, ()))
         if result is FAILED:
             raise ValueFailed()
         return result
@@ -300,7 +317,7 @@ class Computer:
         return bool(plan and plan.ref_types)
 
     def field_or_cost(self, record: Record, name: str) -> Value | None:
-        costs = record.data.get("costs")
+        costs = self.peek(record, "costs")
         if isinstance(costs, dict) and name in costs:
             return self.cost(record, name)
         if record.type in self.types:

@@ -33,3 +33,8 @@ DEFER_DEPTH = 8  # values computed inside one another before the driver takes ov
 
 
 FAILED = object()
+
+# What a value read, as the cache keeps it, besides (record key, value name): a reference resolved is
+# (QUERY, the reference as written); another record's field read as written is (its key, RAW + field).
+QUERY = "?"
+RAW = "@"

@@ -1,10 +1,20 @@
-"""kb check on a warm cache: which records' values must be computed again (they changed, or read
-something that did), and what is kept for the next run."""
+"""kb check on a warm cache: which records' values must be computed again, and what is kept for the next run.
+
+A record is recomputed when its file changed, when it is new, when a reference it (or a value it read)
+resolved would now resolve differently, or when a value it read, transitively, came out differently
+this run. The last is the early cut-off: an edit that leaves what others read unchanged (a sentence of
+the body, a field nobody reads) recomputes the edited record alone. What each record read is kept in
+the cache's reverse-dependency table, one row per (reader, record read) with a fingerprint of every
+value read, so a run asks only for the readers of what it recomputed.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
+from kbtools.check.compute.flow import FAILED, QUERY, RAW
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
@@ -17,33 +27,86 @@ def resolution_key(target: Record | None, candidates: list[Record]) -> Any:
     return target.key if target is not None else tuple(sorted(c.key for c in candidates))
 
 
-def dirty_records(corpus: Corpus, cache: Any, index: Index) -> set[str]:
-    """Records whose compute results cannot be reused: changed, new, or reading something that changed."""
+def _quantity(q: Any) -> str | None:
+    return None if q is None else f"{q.magnitude!r} {q.units}"
+
+
+def fingerprint(value: Any) -> str:
+    """What a reader can see of a value (its figure, unit, provenance, formula and the figures it was made
+    of), hashed. Shallow on purpose: a reader of a value sees its inputs' figures, not their provenance."""
+    if value is None or value is FAILED:
+        return "failed" if value is FAILED else "none"
+    if not hasattr(value, "quantity"):
+        return hashlib.blake2b(json.dumps(value, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+    shown = [
+        _quantity(value.quantity),
+        value.record,
+        value.name,
+        value.path,
+        value.line,
+        value.basis,
+        value.confidence,
+        list(value.sources),
+        value.unit,
+        value.formula.text if value.formula is not None else None,
+        [(n, _quantity(v.quantity), v.basis) for n, v in value.inputs],
+        _quantity(value.recomputed.quantity) if value.recomputed is not None else None,
+        [(n, fingerprint(v)) for n, v in value.rows] if value.rows is not None else None,
+        value.vendor_claim,
+        value.note,
+        [fingerprint(a) for a in value.alternatives],
+        value.rank,
+        value.weakest,
+        [(n, _quantity(q)) for n, q in value.variants],
+    ]
+    return hashlib.blake2b(json.dumps(shown, default=str).encode(), digest_size=12).hexdigest()
+
+
+def _raw(record: Record, name: str) -> str:
+    return fingerprint({"raw": record.data.get(name.removeprefix(RAW))})
+
+
+def dirty_records(corpus: Corpus, cache: Any, computer: Computer) -> set[str]:
+    """Records whose values cannot be reused before anything is computed: changed, new, resolving a
+    reference differently, or reading a record that is gone."""
     records = corpus.records
+    index: Index = computer.index
+    same_index = cache.index_fingerprint == index.fingerprint()
     dirty = set()
-    dependents: dict[str, set[str]] = {}
     for key, record in records.items():
         entry = cache.compute.get(key)
         if entry is None or entry["digest"] != record.digest:
             dirty.add(key)
-            continue
-        for dep, dep_digest in entry["deps"].items():
-            dependents.setdefault(dep, set()).add(key)
-            if dep not in records or records[dep].digest != dep_digest:
-                dirty.add(key)
-        for query, was in entry["resolved"].items():
-            if resolution_key(*index.resolve(query)) != (tuple(was) if isinstance(was, list) else was):
-                dirty.add(key)
-    for key in cache.compute:
-        if key not in records:  # deleted: whoever read it is dirty (found above by digest)
-            dirty.update(dependents.get(key, ()))
-    queue = list(dirty)
-    while queue:  # what reads a dirty record is dirty too
-        for dependent in dependents.get(queue.pop(), ()):
-            if dependent not in dirty:
-                dirty.add(dependent)
-                queue.append(dependent)
+        elif not same_index:  # records came or went: a reference may resolve differently
+            for query, was in entry["resolved"].items():
+                if resolution_key(*index.resolve(query)) != (tuple(was) if isinstance(was, list) else was):
+                    dirty.add(key)
+                    break
+    for key in [k for k in cache.compute if k not in records]:  # deleted: whoever read it is dirty
+        dirty.update(r for r in cache.dependents(key) if r in records)
     return dirty
+
+
+def cut_off(corpus: Corpus, cache: Any, computer: Computer, recomputed: set[str], dirty: set[str]) -> set[str]:
+    """The readers of the records just recomputed for whom something they read came out differently."""
+    more = set()
+    for dep in sorted(recomputed):
+        record = corpus.records.get(dep)
+        for reader, seen in cache.dependents(dep).items():
+            if reader in dirty or reader in more or reader not in corpus.records:
+                continue
+            for name, was in seen.items():
+                if record is None:
+                    now = None
+                elif name.startswith(RAW):
+                    now = _raw(record, name)
+                else:
+                    key = (dep, name)
+                    now = fingerprint(computer.memo[key]) if key in computer.memo else None
+                if now != was:
+                    more.add(reader)
+                    break
+    return more
 
 
 def with_kept_diagnostics(
@@ -61,7 +124,9 @@ def with_kept_diagnostics(
 
 
 def keep_for_next_run(corpus: Corpus, cache: Any, computer: Computer, only: set[str] | None, reuse: bool) -> None:
-    """Per record computed: its digest, the records its values read, how its references resolved, its findings."""
+    """Per record computed: its digest, how the references it relied on resolved, its findings; and in the
+    reverse-dependency table, the fingerprint of every value it read of every other record."""
+    cache.index_fingerprint = computer.index.fingerprint()
     if only is not None and not only and len(cache.compute) == len(corpus.records):
         return  # nothing was computed and nothing was added or removed
     record_paths = {r.path for r in corpus.records.values()}
@@ -70,14 +135,26 @@ def keep_for_next_run(corpus: Corpus, cache: Any, computer: Computer, only: set[
         by_path.setdefault(d.path, []).append(d)
     for key in only if only is not None else corpus.records:
         record = corpus.records[key]
-        deps = computer.deps.get(key, set())
+        resolved: dict[str, Any] = {}
+        reads: dict[str, dict[str, str]] = {}
+        for dep, name in computer.reads.get(key, ()):
+            if dep == QUERY:
+                resolved[name] = resolution_key(*computer.index.resolve(name))
+            elif dep != key and dep in corpus.records:
+                value = (
+                    _raw(corpus.records[dep], name)
+                    if name.startswith(RAW)
+                    else fingerprint(computer.memo.get((dep, name)))
+                )
+                reads.setdefault(dep, {})[name] = value
         cache.compute[key] = {
             "digest": record.digest,
-            "deps": {dep: corpus.records[dep].digest for dep in deps if dep in corpus.records},
-            "resolved": computer.resolved.get(key, {}),
+            "resolved": resolved,
             "diagnostics": by_path.get(record.path, []),
         }
+        cache.set_reads(key, reads)
     for key in [k for k in cache.compute if k not in corpus.records]:
         del cache.compute[key]
+        cache.set_reads(key, {})
     globals_now = [d for d in computer.diagnostics if d.path not in record_paths]
     cache.set_global(list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now)

@@ -30,7 +30,7 @@ def param_lookup(c: Computer, record: Record, bindings: dict[str, Record], used:
         parameter, _ = c.resolve(parameter_id)
         if parameter is None or not c.corpus.registry.has_role(parameter.type, "parameter"):
             raise FormulaError("KB502", f"param(): no hardware parameter '{parameter_id}'")
-        carried = parameter.data.get("carried_by", {})
+        carried = c.peek(parameter, "carried_by") or {}
         field_name = carried.get(target.type) if isinstance(carried, dict) else None
         if field_name is None:
             raise MissingName(var, f"param(): {parameter_id} is not carried by type '{target.type}' ({target.key})")
@@ -89,7 +89,8 @@ def hardware_tables(c: Computer, record: Record) -> dict[str, dict[str, Value | 
         parameter, _ = c.resolve(row["parameter"])
         if parameter is None or not c.corpus.registry.has_role(parameter.type, "parameter"):
             continue
-        carried = parameter.data.get("carried_by") if isinstance(parameter.data.get("carried_by"), dict) else {}
+        carried = c.peek(parameter, "carried_by")
+        carried = carried if isinstance(carried, dict) else {}
         table: dict[str, Value | None] = {}
         for position, item in enumerate(row.get("values_for") or []):
             target, _ = c.resolve(item) if isinstance(item, str) else (None, [])
