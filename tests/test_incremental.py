@@ -103,7 +103,20 @@ def edit(root: Path, rng: random.Random) -> str:
     path = rng.choice(files)
     text = path.read_text()
     kind = rng.choice(
-        ["quantity", "link", "delete", "rename", "add", "schema", "body", "unit", "yaml", "geometry", "geometry"]
+        [
+            "quantity",
+            "link",
+            "delete",
+            "rename",
+            "add",
+            "schema",
+            "body",
+            "unit",
+            "yaml",
+            "geometry",
+            "geometry",
+            "name",
+        ]
         + ["quantity", "body"] * ((root / TIER).exists() and (root / "records/flops/chain-f.md").exists())
     )
     if kind == "geometry":  # a model's shape: every flop stating bytes from it is re-checked
@@ -156,6 +169,8 @@ def edit(root: Path, rng: random.Random) -> str:
             + rng.choice(["More prose.", "A code span `[[not-a-link]]`.", "{{ nothing_here }}", "## A heading"])
             + "\n"
         )
+    elif kind == "name":  # what every page linking here shows of it
+        text = re.sub(r"(?m)^name: (.*)$", lambda m: f"name: {m[1]} renamed", text, count=1)
     elif kind == "unit":
         text = text.replace(" GB/s", " GB", 1)
     elif kind == "yaml":
@@ -294,3 +309,26 @@ def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
         assert incremental.keys() == full.keys(), f"step {step}: {what}"
         different = [page for page in full if incremental[page] != full[page]]
         assert different == [], f"step {step}: {what}: stale pages {different[:5]}"
+
+
+def test_a_rebuild_renders_only_the_pages_that_show_what_changed(tmp_path):
+    """A sentence added to an accelerator's body changes its own page only: the pages linking to it show its
+    name, not its prose, and are kept from the last build (the same file); renaming it re-renders them."""
+    root, out = tmp_path / "kb", tmp_path / "site"
+    generate(root, 80, seed=6, defects=0.0)
+    build(root, out, fresh=True)
+    target = sorted((root / "records" / "accelerators").glob("*.md"))[0]
+    key = f"accelerators/{target.stem}"
+    corpus = check_corpus(Settings(root=root), use_cache=False)
+    linking = sorted({s for s, t, _, _ in corpus.edges if t == key and s != key and not s.startswith("hardware-")})
+    assert linking
+    pages = [out / f"{key}.html"] + [out / f"{k}.html" for k in linking]
+    before = {p: p.stat().st_ino for p in pages}
+    target.write_text(target.read_text() + "\nOne more sentence of prose.\n")
+    build(root, out, fresh=False)
+    assert "One more sentence of prose." in pages[0].read_text()
+    assert pages[0].stat().st_ino != before[pages[0]]
+    assert [p.name for p in pages[1:] if p.stat().st_ino != before[p]] == []
+    target.write_text(re.sub(r"(?m)^name: (.*)$", r"name: \1 Renamed", target.read_text(), count=1))
+    build(root, out, fresh=False)
+    assert all(" Renamed" in p.read_text() for p in pages[1:])

@@ -478,6 +478,21 @@ class Cache:
                 out.pop(reader, None)
         return out
 
+    def records_read(self, reader: str) -> dict[str, dict[str, str]]:
+        """What `reader` read of other records when its values were last computed: record -> {value: fp}."""
+        if reader in self.new_reads:
+            return self.new_reads[reader]
+        out: dict[str, dict[str, str]] = {}
+        if self.trusted and self._reader is not None:
+            try:
+                rows = self._reader.execute("SELECT dep, body, mac FROM reads WHERE reader = ?", (reader,)).fetchall()
+            except sqlite3.Error:
+                rows = []
+            for dep, body, mac in rows:
+                seen = self._verify_read(reader, dep, body, mac)
+                out[dep] = seen if seen is not None else {"": ""}
+        return out
+
     def set_reads(self, reader: str, reads: dict[str, dict[str, str]]) -> None:
         """What `reader` read this run (record read -> {value: fingerprint}); replaces all of its rows."""
         self.new_reads[reader] = reads

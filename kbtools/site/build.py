@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from kbtools import __version__
 from kbtools.check.compute import Value, substituted
+from kbtools.check.compute.incremental import fingerprint
 from kbtools.check.links import Index, backlinks, iter_references
 from kbtools.check.load import ID_PATTERN
 from kbtools.corpus import Corpus, Record, RecordValues
@@ -64,6 +65,7 @@ class SiteBuilder:
                 self.previous_manifest = json.loads((previous / MANIFEST).read_text())
             except (OSError, ValueError):
                 self.previous_manifest = {}
+        self.value_prints: dict[str, str] = {}
         self.neighbours: dict[str, set[str]] = defaultdict(set)
         self.neighbours_out: dict[str, set[str]] = defaultdict(set)
         for source, target, _, _ in corpus.edges or ():
@@ -98,8 +100,10 @@ class SiteBuilder:
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
         theme_hash = hashlib.blake2b(digest_size=16)
-        for path in sorted(p for p in theme.rglob("*") if p.is_file() and "_build" not in p.parts):
-            theme_hash.update(path.as_posix().encode())
+        # the theme is its templates and static files; the site's folder also holds the output and, during a
+        # build, a staging folder of a random name, which must not make every page look changed
+        for path in sorted(p for part in ("templates", "static") for p in (theme / part).rglob("*") if p.is_file()):
+            theme_hash.update(path.relative_to(theme).as_posix().encode())
             theme_hash.update(path.read_bytes())
         self.global_key = (
             f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:{self.index.fingerprint()}"
@@ -145,33 +149,55 @@ class SiteBuilder:
 
     # ------------------------------------------------------------ incremental builds
     def fingerprint(self, key: str) -> str | None:
-        """What a record page shows rests on: the record, its neighbours in the link graph, every
-        record its computed values read (transitively) and the records its calculator exports,
-        plus the theme, kb itself and the set of ids. None: render it every time."""
+        """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
+        the sources its values cite, what a link shows (name, id, type, status, URL, the fields that link
+        them); of every record its values read (transitively), the fingerprints of those values; the
+        records its calculator exports, whole; plus the theme, kb itself and the set of ids. None: render
+        it every time. So an edit to a neighbour's prose or to a figure this page does not show re-renders
+        nothing here."""
         record = self.corpus.records[key]
         cache = self.corpus.cache
         if cache is None or self.registry.has_role(record.type, "parameter"):
             return None  # parameter pages chart every record of a type: always rendered
-        records = self.corpus.records
-        involved = {key} | self.neighbours.get(key, set()) | self.compute_closure(key) | self.calculator_inputs(key)
+        read = cache.records_read(key)
+        shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
         h = hashlib.blake2b(digest_size=16)
         h.update(self.global_key.encode())
-        for other in sorted(involved):
-            h.update(f"{other}={records[other].digest if other in records else '-'};".encode())
+        h.update(f"{key}={record.digest};".encode())
+        for other in sorted(shown | set(read)):
+            h.update(f"{other}:{self.shown_of(key, other)};".encode())
+        for other, seen in sorted(read.items()):
+            h.update(f"{other}<{sorted(seen.items())};".encode())
+        for other in sorted(self.calculator_inputs(key)):  # the calculator exports their values
+            h.update(f"{other}:{self.shown_of(key, other)}={self.values_of(other)};".encode())
         for d in self.errors_by_path.get(record.path, []):
             h.update(d.model_dump_json().encode())
         return h.hexdigest()
 
-    def compute_closure(self, key: str) -> set[str]:
-        seen, stack = set(), [key]
-        compute = self.corpus.cache.compute if self.corpus.cache else {}
-        while stack:
-            for dep in compute.get(stack.pop(), {}).get("deps", {}):
-                if dep not in seen:
-                    seen.add(dep)
-                    stack.append(dep)
-        # what those values cite appears on the page too (sources in "why this number")
-        return seen | {n for dep in seen for n in self.neighbours_out.get(dep, set())}
+    def values_of(self, key: str) -> str:
+        """Every value a record has, fingerprinted (what a calculator exports of it)."""
+        if key not in self.value_prints:
+            values = self.corpus.computed.get(key)
+            if values is None:
+                self.value_prints[key] = "-"
+            else:
+                named = sorted({**values.fields, **{f"costs.{n}": v for n, v in values.costs.items()}}.items())
+                self.value_prints[key] = repr([(name, fingerprint(v)) for name, v in named])
+        return self.value_prints[key]
+
+    def shown_of(self, page_key: str, key: str) -> str:
+        """What a page shows of another record: what its link shows, and the fields linking the two."""
+        record = self.corpus.records.get(key)
+        if record is None:
+            return "-"
+        data = record.data
+        shown = [data.get("name"), record.id, record.type, data.get("status"), data.get("url")]
+        graph = self.corpus.graph
+        if graph is not None:
+            for a, b in ((page_key, key), (key, page_key)):
+                if graph.has_edge(a, b):
+                    shown.append(sorted(str(e.get("field")) for e in graph.get_edge_data(a, b).values()))
+        return repr(shown)
 
     def calculator_inputs(self, key: str) -> set[str]:
         model = self.calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
