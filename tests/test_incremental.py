@@ -332,3 +332,26 @@ def test_a_rebuild_renders_only_the_pages_that_show_what_changed(tmp_path):
     target.write_text(re.sub(r"(?m)^name: (.*)$", r"name: \1 Renamed", target.read_text(), count=1))
     build(root, out, fresh=False)
     assert all(" Renamed" in p.read_text() for p in pages[1:])
+
+
+def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
+    """Loading, schema validation and the body scan of a cold check run in forked workers when there are
+    many files; what kb reports, and what the next warm run reports from the cache they filled, is the same."""
+    import subprocess
+
+    from conftest import KB_SCRIPT
+
+    root = tmp_path / "kb"
+    generate(root, 300, seed=13, defects=0.1)
+
+    def check(**env: str) -> str:
+        proc = subprocess.run(
+            [KB_SCRIPT, "--root", str(root), "check"], capture_output=True, text=True, env={**os.environ, **env}
+        )
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stdout
+
+    serial = check(KB_WORKERS="1")
+    (root / ".kb-cache" / "check.sqlite").unlink()
+    assert check(KB_POOL_MIN="1", KB_WORKERS="2") == serial
+    assert check(KB_WORKERS="1") == serial  # warm, from what the workers stored

@@ -40,7 +40,7 @@ from kbtools.diagnostics import Diagnostic, Severity
 
 CACHE_DIR = ".kb-cache"
 CACHE_FILE = "check.sqlite"
-FORMAT = 3
+FORMAT = 4
 RACY_NS = 2_000_000_000
 
 
@@ -306,11 +306,13 @@ class Entry(dict):
 
 
 class Table:
-    """Rows of one SQLite table: name -> Entry. Rows are verified and decoded when first asked for."""
+    """Rows of one SQLite table, one row per entry and field (a record's file and a stage's result):
+    name -> Entry. An entry's rows are verified when it is first asked for, each field decoded when it is."""
 
     def __init__(self, name: str, verify):
         self.name, self.verify = name, verify
-        self.raw: dict[str, tuple[str, str]] = {}
+        self.sql = f"{name}_rows"
+        self.raw: dict[str, dict[str, tuple[str, str]]] = {}  # name -> field -> (JSON text, MAC)
         self.live: dict[str, Entry] = {}
         self.dirty: set[str] = set()
         self.deleted: set[str] = set()
@@ -321,7 +323,7 @@ class Table:
         raw = self.raw.pop(key, None)
         if raw is None:
             return default
-        data = self.verify(self.name, key, *raw)
+        data = self.verify(self.name, key, raw)
         if not isinstance(data, dict):
             self.deleted.add(key)  # forged, corrupt or foreign: dropped, and recomputed
             return default
@@ -363,8 +365,10 @@ class Cache:
         self.enabled = enabled and self.secret is not None
         self.key = schema_key(schema_dir) if schema_dir.is_dir() else ""
         self.trusted = False  # the stored rows are this kb's, this schema's and this user's
-        self.files = Table("files", self._verify)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
-        self.compute = Table("compute", self._verify)  # record key -> {digest, deps, resolved, diagnostics}
+        self.files = Table(
+            "files", self._verify_fields
+        )  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
+        self.compute = Table("compute", self._verify_fields)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
         self.index_fingerprint: str | None = None  # the ids and types of the last run (links.Index.fingerprint)
@@ -399,6 +403,17 @@ class Cache:
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             return None
         return data  # field -> JSON text, decoded by Entry on first use
+
+    def _verify_fields(self, table: str, name: str, fields: dict[str, tuple[str, str]]) -> dict[str, str] | None:
+        """An entry's rows, field -> JSON text, when every one of them verifies; None when any does not."""
+        for field, (body, mac) in fields.items():
+            if (
+                not isinstance(body, str)
+                or not isinstance(mac, str)
+                or not hmac.compare_digest(self._mac(table, f"{name}\0{field}", body), mac)
+            ):
+                return None
+        return {field: body for field, (body, _) in fields.items()}
 
     def _row(self, table: str, name: str, value: Any) -> tuple[str, str, str]:
         body = encode(value)
@@ -440,10 +455,10 @@ class Cache:
                 self.index_fingerprint = index if isinstance(index, str) else None
                 self.generation = meta.get("generation")
                 for table in (self.files, self.compute):
-                    table.raw = {
-                        name: (body, mac)
-                        for name, body, mac in connection.execute(f"SELECT name, body, mac FROM {table.name}")
-                    }
+                    raw: dict[str, dict[str, tuple[str, str]]] = {}
+                    for name, field, body, mac in connection.execute(f"SELECT name, field, body, mac FROM {table.sql}"):
+                        raw.setdefault(name, {})[field] = (body, mac)
+                    table.raw = raw
                 self.trusted = True
             finally:
                 if self.trusted:
@@ -591,8 +606,13 @@ class Cache:
 
     def _write_rows(self, connection: sqlite3.Connection) -> None:
         connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
-        for table_name in ("files", "compute"):
-            connection.execute(f"CREATE TABLE IF NOT EXISTS {table_name} (name TEXT PRIMARY KEY, body TEXT, mac TEXT)")
+        connection.execute("DROP TABLE IF EXISTS files")  # the one-row-per-file tables of kb before FORMAT 4
+        connection.execute("DROP TABLE IF EXISTS compute")
+        for table in (self.files, self.compute):
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {table.sql} "
+                "(name TEXT, field TEXT, body TEXT, mac TEXT, PRIMARY KEY (name, field))"
+            )
         connection.execute(
             "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, mac TEXT, PRIMARY KEY (reader, dep))"
         )
@@ -601,7 +621,7 @@ class Cache:
         meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in stored.items()}
         if meta.get("key") != self.key:  # another key, or rows this user did not sign: none of it is kept
             for table in (self.files, self.compute):
-                connection.execute(f"DELETE FROM {table.name}")
+                connection.execute(f"DELETE FROM {table.sql}")
                 table.dirty.update(table.live)
                 table.dirty.update(table.raw)
             connection.execute("DELETE FROM reads")
@@ -641,13 +661,19 @@ class Cache:
         )
 
     def _write_table(self, connection: sqlite3.Connection, table: Table) -> None:
+        """A changed entry's rows replaced together; a deleted entry's rows removed."""
         for name in table.dirty:
             entry = table.get(name)
             if entry is not None:
-                connection.execute(
-                    f"INSERT OR REPLACE INTO {table.name} VALUES (?, ?, ?)", self._row(table.name, name, entry.packed())
+                connection.execute(f"DELETE FROM {table.sql} WHERE name = ?", (name,))
+                connection.executemany(
+                    f"INSERT INTO {table.sql} VALUES (?, ?, ?, ?)",
+                    [
+                        (name, field, body, self._mac(table.name, f"{name}\0{field}", body))
+                        for field, body in entry.packed().items()
+                    ],
                 )
-        connection.executemany(f"DELETE FROM {table.name} WHERE name = ?", [(n,) for n in table.deleted])
+        connection.executemany(f"DELETE FROM {table.sql} WHERE name = ?", [(n,) for n in table.deleted])
 
     def _write_meta(self, connection: sqlite3.Connection, meta: dict[str, Any]) -> None:
         for name, value in meta.items():

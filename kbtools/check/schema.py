@@ -28,11 +28,12 @@ def validate_schemas(corpus: Corpus) -> Corpus:
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is None:
             continue
-        found.extend(remembered(cache, record, "schema", partial(_validate, record, record_type)))
+        found.extend(remembered(cache, record, "schema", partial(validate_record, record, record_type)))
     return corpus.with_diagnostics(found)
 
 
-def _validate(record: Record, record_type: RecordType) -> list[Diagnostic]:
+def validate_record(record: Record, record_type: RecordType) -> list[Diagnostic]:
+    """One record's schema diagnostics (a function of its bytes and its schema alone)."""
     mine: list[Diagnostic] = []
     try:
         errors = sorted(
