@@ -330,16 +330,18 @@ def _forge(cache_file: Path, secret_home: Path | None) -> None:
             os.environ["XDG_CACHE_HOME"] = str(secret_home)
         cache = Cache(cache_file.parent.parent, cache_file.parent.parent / "schema")
         db = sqlite3.connect(cache_file)
-        for table in ("files", "compute"):
-            for name, body in db.execute(f"SELECT name, body FROM {table}").fetchall():
-                data = {key: decode(text) for key, text in decode(body).items()}  # each field is its own JSON text
-                for key in ("load", "schema", "diagnostics"):
-                    if key in data:
-                        data[key] = []
-                if "links" in data:
-                    data["links"]["diagnostics"] = []
-                _, body, mac = cache._row(table, name, {key: json.dumps(value) for key, value in data.items()})
-                db.execute(f"UPDATE {table} SET body = ?, mac = ? WHERE name = ?", (body, mac, name))
+        for table in ("files", "compute"):  # one row per entry and field, each field its own JSON text
+            for name, field, body in db.execute(f"SELECT name, field, body FROM {table}_rows").fetchall():
+                value = decode(body)
+                if field in ("load", "schema", "diagnostics", "debris"):
+                    value = []
+                elif field in ("links", "constraints"):
+                    value["diagnostics"] = []
+                text = json.dumps(value)
+                mac = cache._mac(table, f"{name}\0{field}", text)
+                db.execute(
+                    f"UPDATE {table}_rows SET body = ?, mac = ? WHERE name = ? AND field = ?", (text, mac, name, field)
+                )
         db.commit()
         db.close()
     finally:
