@@ -12,7 +12,6 @@ import multiprocessing as mp
 import os
 import re
 import stat
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -194,23 +193,24 @@ _REGISTRY: TypeRegistry | None = None  # the registry a forked worker inherits
 
 
 def parse_all(items: list[tuple[int, str, str, bytes, str]], registry: TypeRegistry, with_stages: bool) -> list:
-    """(record, load diagnostics, stage results) per file, in order. With many files and more than one core,
-    in a pool of forked workers; with a cache (with_stages), each worker also validates the record against
-    its schema and scans its body, results the cache keeps and the schema and link stages then reuse, so
-    the pool does the per-record work of three stages. Without a cache the stages do it themselves."""
+    """(record, load diagnostics, stage results) per file, in order. With a cache (with_stages), each file is
+    also validated against its schema and its body scanned, results the cache keeps and the schema and link
+    stages then reuse. In a pool of forked workers only when asked for (KB_WORKERS=2 or more): in the
+    benchmark, concurrent.futures' pool hung at 100k records (a worker forked while the pool's feeder thread
+    held a lock), so the pool is multiprocessing's, whose workers are all forked before it starts a thread,
+    and it stays off by default until it is measured safe and worth it at every size."""
     global _REGISTRY
-    workers = min(os.cpu_count() or 1, int(os.environ.get("KB_WORKERS", "0")) or os.cpu_count() or 1)
+    _REGISTRY = registry
+    workers = min(os.cpu_count() or 1, int(os.environ.get("KB_WORKERS", "1")))
     jobs = [(rel, path, raw, file_digest, with_stages) for _, rel, path, raw, file_digest in items]
     if (
         workers < 2
         or len(jobs) < int(os.environ.get("KB_POOL_MIN", POOL_MIN))
         or "fork" not in mp.get_all_start_methods()
     ):
-        _REGISTRY = registry
         return [_parse_one(job) for job in jobs]
-    _REGISTRY = registry
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(_parse_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+    with mp.get_context("fork").Pool(workers) as pool:
+        return pool.map(_parse_one, jobs, chunksize=max(1, min(500, len(jobs) // (workers * 8))))
 
 
 def _parse_one(job: tuple[str, str, bytes, str, bool]) -> tuple[Record | None, list[Diagnostic], dict[str, Any]]:
