@@ -387,32 +387,22 @@ class Cache:
         message = f"{table}\0{name}\0{self.key}\0".encode() + body.encode()
         return hashlib.blake2b(message, key=self.secret[:64], digest_size=32).hexdigest()
 
-    def _verify(self, table: str, name: str, body: str, mac: str) -> Any:
-        if (
-            not isinstance(body, str)
-            or not isinstance(mac, str)
-            or not hmac.compare_digest(self._mac(table, name, body), mac)
-        ):
+    def _signed(self, table: str, name: str, body: Any, mac: Any) -> bool:
+        """A row's body is text this user signed under this key (the one check every stored row passes)."""
+        return isinstance(body, str) and isinstance(mac, str) and hmac.compare_digest(self._mac(table, name, body), mac)
+
+    def _verify_meta(self, name: str, body: str, mac: str) -> Any:
+        if not self._signed("meta", name, body, mac):
             return None
         try:
-            data = decode(body)
+            return revive(decode(body))
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
-        if table == "meta":
-            return revive(data)
-        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-            return None
-        return data  # field -> JSON text, decoded by Entry on first use
 
     def _verify_fields(self, table: str, name: str, fields: dict[str, tuple[str, str]]) -> dict[str, str] | None:
         """An entry's rows, field -> JSON text, when every one of them verifies; None when any does not."""
-        for field, (body, mac) in fields.items():
-            if (
-                not isinstance(body, str)
-                or not isinstance(mac, str)
-                or not hmac.compare_digest(self._mac(table, f"{name}\0{field}", body), mac)
-            ):
-                return None
+        if not all(self._signed(table, f"{name}\0{field}", body, mac) for field, (body, mac) in fields.items()):
+            return None
         return {field: body for field, (body, _) in fields.items()}
 
     def _row(self, table: str, name: str, value: Any) -> tuple[str, str, str]:
@@ -445,7 +435,7 @@ class Cache:
             try:
                 connection.execute("BEGIN")
                 rows = dict(connection.execute("SELECT name, body FROM meta").fetchall())
-                meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in rows.items()}
+                meta = {name: self._verify_meta(name, *json.loads(body)) for name, body in rows.items()}
                 if meta.get("key") != self.key:
                     return  # another kb, another schema, or not signed by this user: start afresh
                 written = meta.get("written_ns")
@@ -513,9 +503,7 @@ class Cache:
         self.new_reads[reader] = reads
 
     def _verify_read(self, reader: str, dep: str, body: str, mac: str) -> dict[str, str] | None:
-        if not isinstance(body, str) or not isinstance(mac, str):
-            return None
-        if not hmac.compare_digest(self._mac("reads", f"{reader}\0{dep}", body), mac):
+        if not self._signed("reads", f"{reader}\0{dep}", body, mac):
             return None
         try:
             seen = json.loads(body)
@@ -618,7 +606,7 @@ class Cache:
         )
         connection.execute("CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep)")
         stored = dict(connection.execute("SELECT name, body FROM meta WHERE name IN ('key', 'generation')").fetchall())
-        meta = {name: self._verify("meta", name, *json.loads(body)) for name, body in stored.items()}
+        meta = {name: self._verify_meta(name, *json.loads(body)) for name, body in stored.items()}
         if meta.get("key") != self.key:  # another key, or rows this user did not sign: none of it is kept
             for table in (self.files, self.compute):
                 connection.execute(f"DELETE FROM {table.sql}")
