@@ -140,9 +140,9 @@ def bench(
     size = sum(1 for _ in (root / "records").glob("*/*.md"))
     rows: list[Row] = []
     cache = root / ".kb-cache"
-    if size > 11_000:  # whole copies of the repository run a little over 10k
-        runs = large_runs
-    slow_runs = max(1, runs if size <= 11_000 else 1)
+    # whole copies of the repository run a little over 10k; above that, the commands that take minutes
+    # (cold check, build, peers) run --large-runs times, the warm and pre-commit paths still --runs times
+    slow_runs = runs if size <= 11_000 else max(1, large_runs)
 
     t, p = repeat(
         slow_runs, [KB, "--root", str(root), "check"], before=lambda i: shutil.rmtree(cache, ignore_errors=True)
@@ -280,8 +280,9 @@ def write(
     lines = [
         "# Benchmarks",
         "",
-        f"One run of `python benchmarks/run.py --sizes {' '.join(map(str, sizes))} --runs {runs}` on {started}, on this",
-        f"project's machine class ({os.cpu_count()} cores), {seconds / 60:.0f} minutes in all. Two corpora: **generated**",
+        f"One run of `python benchmarks/run.py --sizes {' '.join(map(str, sizes))} --runs {runs}` on {started}, at commit",
+        f"{commit()}, on this project's machine class ({os.cpu_count()} cores), {seconds / 60:.0f} minutes in all.",
+        "Two corpora: **generated**",
         "(`benchmarks/generate.py`: every record type, references and wikilinks, quantities, derived fields, cost blocks",
         "with for_each tables, synthetic prose) and **repository** (`benchmarks/replicate.py`: this repository's own",
         "records copied whole with every id renamed consistently, so bodies, notes, cost blocks and inline values are",
@@ -314,6 +315,17 @@ def write(
     path.write_text("\n".join(lines) + "\n")
 
 
+def commit() -> str:
+    """The commit measured (and whether the work tree differed from it)."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True)
+    except OSError:
+        return "(unknown)"
+    return f"{head.stdout.strip() or '(unknown)'}{' with local changes' if dirty.stdout.strip() else ''}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -321,7 +333,9 @@ def main() -> None:
         "--corpora", nargs="+", default=["generated", "repository"], choices=["generated", "repository"]
     )
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--large-runs", type=int, default=1, help="runs of each command above 11,000 records")
+    parser.add_argument(
+        "--large-runs", type=int, default=1, help="runs of the cold check and build above 11,000 records"
+    )
     parser.add_argument("--build-max", type=int, default=10_000, help="largest corpus to build a site for")
     parser.add_argument(
         "--peers-max", type=int, default=10_000, help="largest corpus to run check-jsonschema and Hugo on"
