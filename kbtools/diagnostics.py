@@ -128,6 +128,14 @@ CODES: dict[str, Code] = {
         "A schema file is broken: not JSON, not a valid JSON Schema, or a bad kb annotation.",
         "schema/model.schema.json:12:5: error KB210 invalid schema: 'strin' is not valid under any of the given schemas",
     ),
+    "KB211": Code(
+        W,
+        "A schema's `$id` is a relative URI: validators other than kb resolve it, and every `$ref`, against "
+        "their working directory.",
+        'schema/model.schema.json:3:1: warning KB211 $id "model.schema.json" is relative: check-jsonschema and '
+        "editors would look for defs.schema.json in their working directory; remove $id (the file's own "
+        "location is then the base of its $refs) or make it absolute",
+    ),
     # links
     "KB300": Code(
         E,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -235,6 +236,20 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
                 )
             )
             continue
+        identity = contents.get("$id")
+        if isinstance(identity, str) and not urlsplit(identity).scheme:
+            first_ref = next(iter(sorted(set(re.findall(r'"\$ref":\s*"([^"#]+)', text)))), "")
+            looked_for = f" would look for {first_ref} in their working directory" if first_ref else " resolve it"
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB211",
+                    rel,
+                    _line_of(text, '"$id"'),
+                    1,
+                    f"$id {json.dumps(identity)} is relative: check-jsonschema and editors{looked_for}; "
+                    "remove $id (the file's own location is then the base of its $refs) or make it absolute",
+                )
+            )
         documents[path.name] = (path, text, contents)
 
     resources = []

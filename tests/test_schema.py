@@ -1,5 +1,10 @@
 """Schema validation: every error at the line of the offending key."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 
 def test_schema_errors_point_at_their_keys(kb):
     kb.source()
@@ -121,3 +126,66 @@ def test_ref_annotation_naming_unknown_type(kb):
     kb.write("schema/engine.schema.json", text, dedent=False)
     result = kb.check()
     assert any("KB210 x-kb-ref names unknown record type 'enginez'" in l for l in result.lines)
+
+
+# ------------------------------------------------------------------ the schemas outside kb
+
+REPO = Path(__file__).resolve().parent.parent
+CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
+
+
+def _frontmatter_as_yaml(record: Path, out: Path) -> Path:
+    out.write_text(record.read_text(encoding="utf-8").split("---\n", 2)[1], encoding="utf-8")
+    return out
+
+
+def test_check_jsonschema_validates_every_record_type_with_only_the_schema_file(tmp_path):
+    """A user's own validator, given nothing but --schemafile, resolves every $ref from the files themselves
+    (no base URI by hand, any working directory) and accepts the repository's records of every type."""
+    types = {}
+    for schema in sorted((REPO / "schema").glob("*.schema.json")):
+        directory = json.loads(schema.read_text()).get("x-kb-dir")
+        if directory:
+            types[schema] = sorted((REPO / "records" / directory).glob("*.md"))
+    assert len(types) >= 10 and all(types.values())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for schema, records in types.items():
+        files = [_frontmatter_as_yaml(r, tmp_path / f"{schema.stem}-{r.stem}.yaml") for r in records[:3]]
+        run = subprocess.run(
+            [str(CHECK_JSONSCHEMA), "--schemafile", str(schema), *map(str, files)],
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0, f"{schema.name}: {run.stdout[-800:]}{run.stderr[-800:]}"
+
+    # and it is validating, not waving through: a misspelt field fails the envelope's unevaluatedProperties
+    model = tmp_path / "bad-model.yaml"
+    model.write_text(
+        _frontmatter_as_yaml(types[REPO / "schema" / "model.schema.json"][0], model).read_text() + "num_layer: 61\n"
+    )
+    run = subprocess.run(
+        [str(CHECK_JSONSCHEMA), "--schemafile", str(REPO / "schema" / "model.schema.json"), str(model)],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1 and "num_layer" in run.stdout
+
+
+def test_a_relative_id_is_a_warning_at_its_line(kb):
+    """A relative $id makes other validators resolve $refs against their working directory (KB211)."""
+    kb.source()
+    path = kb.root / "schema" / "source.schema.json"
+    text = path.read_text()
+    path.write_text(text.replace('"title"', '"$id": "source.schema.json",\n  "title"', 1))
+    line = path.read_text().splitlines().index('  "$id": "source.schema.json",') + 1
+    result = kb.check()
+    assert any(
+        l.startswith(f'schema/source.schema.json:{line}:1: warning KB211 $id "source.schema.json" is relative')
+        for l in result.lines
+    ), result.lines
+    # an absolute $id is the user's choice: no warning
+    path.write_text(text.replace('"title"', '"$id": "https://kb.example/schema/source.schema.json",\n  "title"', 1))
+    assert not any("KB211" in l for l in kb.check().lines)
