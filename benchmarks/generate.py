@@ -2,7 +2,7 @@
 
     python benchmarks/generate.py OUT_DIR --records 10000 [--seed 1] [--defects 0.0]
 
-The corpus uses this repository's schemas and site theme, and has every type, typed
+The corpus uses this repository's schemas and theme overrides, and has every type, typed
 references and wikilinks with realistic fan-out, quantities with units, derived
 fields (bus width x pin rate, KV bytes by attention kind) and cost blocks with
 for_each tables. With --defects a fraction of records carry seeded errors (a stated
@@ -80,8 +80,7 @@ def generate(out: Path, records: int, seed: int = 1, defects: float = 0.0) -> di
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(REPO / "schema", out / "schema")
-    shutil.copytree(REPO / "site" / "templates", out / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", out / "site" / "static")
+    shutil.copytree(REPO / "site" / "templates", out / "site" / "templates")  # this repository's theme overrides
     counts = {t: max(3 if t != "hardware_parameter" else 2, int(records * share)) for t, share in SHARES}
     counts["source"] += records - sum(counts.values())
     ids = {t: [f"{t.replace('_', '-')}-{i:06d}" for i in range(n)] for t, n in counts.items()}

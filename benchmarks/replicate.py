@@ -34,8 +34,7 @@ def replicate(out: Path, records: int, source: Path = REPO) -> int:
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(source / "schema", out / "schema")
-    shutil.copytree(source / "site" / "templates", out / "site" / "templates")
-    shutil.copytree(source / "site" / "static", out / "site" / "static")
+    shutil.copytree(source / "site" / "templates", out / "site" / "templates")  # the theme overrides
     files = sorted((source / "records").glob("*/*.md"))
     texts = {path: path.read_text(encoding="utf-8") for path in files}
     # an id that is also a word of a schema's enum (an interconnect's kind) is renamed only where it is

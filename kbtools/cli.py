@@ -163,12 +163,6 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_ERRORS
-    if not (settings.site_path / "templates").is_dir():
-        print(
-            f"kb build: no {settings.site_dir}/templates/ in {settings.root}: the site's theme lives there",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     try:
         pages, warning = build_site(corpus, out, search=not args.no_search)
     except OutputError as exc:
@@ -330,12 +324,17 @@ def main(argv: list[str] | None = None) -> int:
     from kbtools.progress import configure
 
     configure(args.quiet)
-    settings = Settings(root=args.root.resolve()) if args.root else Settings.discover()
+    settings = Settings.configured(args.root.resolve()) if args.root else Settings.discover()
     if not settings.schema_path.is_dir():
         print(
-            f"kb: no schema/ directory at {settings.root} (run kb inside the knowledge-base repository or pass --root)",
+            f"kb: no {settings.schema_dir}/ directory at {settings.root} "
+            "(run kb inside the knowledge-base repository, pass --root, or start one with kb init)",
             file=sys.stderr,
         )
+        from kbtools.outputs.report import format_line
+
+        for problem in settings.config_problems:  # a misspelt `schema =` key may be why
+            print(format_line(problem), file=sys.stderr)
         return EXIT_USAGE
     try:
         return args.handler(args, settings)

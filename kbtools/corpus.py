@@ -38,7 +38,10 @@ class Settings(BaseModel):
     root: Path
     records_dir: str = "records"
     schema_dir: str = "schema"
-    site_dir: str = "site"  # the theme (templates/, static/); pages go to its _build/ unless --out says otherwise
+    site_dir: str = "site"  # theme overrides (templates/, static/); pages go to its _build/ unless --out says otherwise
+    title: str = "Knowledge base"  # the site's name
+    severity: tuple[tuple[str, str], ...] = ()  # code -> "error" | "warning" | "off", from the configuration
+    config_problems: tuple[Diagnostic, ...] = ()  # what is wrong with the configuration file (KB120)
 
     @property
     def records_path(self) -> Path:
@@ -57,13 +60,26 @@ class Settings(BaseModel):
         return self.site_path / "_build"
 
     @classmethod
+    def configured(cls, root: Path) -> Settings:
+        """The settings of the knowledge base at `root`: defaults, then its kb.toml or [tool.kb]."""
+        from kbtools.config import load_config
+
+        given, problems = load_config(root)
+        return cls(root=root, **given, config_problems=tuple(problems))
+
+    @classmethod
     def discover(cls, start: Path | None = None) -> Settings:
-        """The nearest directory at or above `start` holding both records/ and schema/."""
+        """The nearest directory at or above `start` that is a knowledge base: it has a kb configuration
+        (kb.toml, or [tool.kb] in pyproject.toml), or both records/ and schema/."""
+        from kbtools.config import config_file
+
         here = (start or Path.cwd()).resolve()
         for candidate in (here, *here.parents):
-            if (candidate / "schema").is_dir() and (candidate / "records").is_dir():
-                return cls(root=candidate)
-        return cls(root=here)
+            if config_file(candidate) is not None or (
+                (candidate / "schema").is_dir() and (candidate / "records").is_dir()
+            ):
+                return cls.configured(candidate)
+        return cls.configured(here)
 
 
 @dataclass(frozen=True)

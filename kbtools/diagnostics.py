@@ -105,6 +105,13 @@ CODES: dict[str, Code] = {
         "records/flops/x.md:12:1: error KB115 the body is 4,900,000 characters long, more than the 200,000 kb checks; its links and values were not checked",
     ),
     # schema
+    "KB120": Code(
+        E,
+        "The configuration (`kb.toml`, or `[tool.kb]` in `pyproject.toml`) is not TOML, or has an unknown key, "
+        "code or severity.",
+        "pyproject.toml:41:1: error KB120 unknown key 'titel' in [tool.kb] (known: records, schema, "
+        "severity, site, title)",
+    ),
     "KB200": Code(
         E,
         "A field breaks its type's JSON Schema.",
@@ -387,7 +394,9 @@ def render_reference(schema_dir: str = "schema") -> str:
         "Every finding `kb check` reports has a stable code. Text output is one line per finding:",
         "`path:line:col: severity CODE message`, and `(hint: ...)` after it when kb has a fix to suggest",
         "(JSON keeps the hint in its own field). Errors make `kb check` exit 1; warnings do not,",
-        "unless `--strict` is given. This page is generated from `kbtools/diagnostics.py`.",
+        "unless `--strict` is given. A code's severity can be changed, or the code turned off, in the",
+        "knowledge base's configuration (docs/configuration.md). This page is generated from",
+        "`kbtools/diagnostics.py`.",
         "",
         "| Code | Severity | Meaning | Example |",
         "|---|---|---|---|",

@@ -1,17 +1,9 @@
 """kb build without a browser: refusal on errors, --force, atomic output."""
 
-import shutil
-
 from conftest import KB_SCRIPT, REPO
 
 
-def theme(kb):
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
-
-
 def test_refuses_a_corpus_with_errors(kb):
-    theme(kb)
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[nowhere]]\n")
     result = kb.run("build", "--no-search")
@@ -22,7 +14,6 @@ def test_refuses_a_corpus_with_errors(kb):
 
 
 def test_force_builds_and_shows_errors_on_their_page(kb):
-    theme(kb)
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[nowhere]] and [[src-a]]\n")
     result = kb.run("build", "--no-search", "--force")
@@ -33,7 +24,6 @@ def test_force_builds_and_shows_errors_on_their_page(kb):
 
 
 def test_rebuild_replaces_the_output_whole(kb):
-    theme(kb)
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
     out = kb.root / "out"
@@ -46,11 +36,51 @@ def test_rebuild_replaces_the_output_whole(kb):
     assert [p.name for p in out.parent.iterdir() if p.name.startswith(".out")] == []
 
 
-def test_missing_theme_is_a_usage_error(kb):
+def test_a_knowledge_base_without_a_theme_builds_with_the_packaged_one(kb):
+    """No site/ at all: kb's own theme (templates and static files) makes the site."""
     kb.source()
+    assert not (kb.root / "site").exists()
     result = kb.run("build", "--no-search")
-    assert result.exit_code == 2
-    assert "site/templates" in result.err
+    assert result.exit_code == 0, result.err
+    out = kb.root / "site" / "_build"
+    home = (out / "index.html").read_text()
+    assert "<title>Knowledge base</title>" in home and "1 records" in home
+    assert (out / "static" / "style.css").read_text() == (
+        REPO / "kbtools" / "theme" / "static" / "style.css"
+    ).read_text()
+    assert 'href="https://example.org/src-a"' in (out / "sources" / "src-a.html").read_text()
+
+
+def test_a_repositorys_theme_files_override_the_packaged_ones_one_by_one(kb):
+    """site/templates/home.html and site/static/style.css replace the packaged files of those names; every
+    other template and static file still comes from kb; a new static file is added; the title is the
+    configuration's."""
+    kb.source()
+    kb.write("kb.toml", 'title = "Facilities KB"\n')
+    kb.write(
+        "site/templates/home.html",
+        '{% extends "base.html" %}{% block content %}<h1 id="mine">Ours: {{ total }}</h1>{% endblock %}\n',
+    )
+    kb.write("site/static/style.css", "body { color: rebeccapurple; }\n")
+    kb.write("site/static/extra.js", "// added\n")
+    result = kb.run("build", "--no-search")
+    assert result.exit_code == 0, result.err
+    out = kb.root / "site" / "_build"
+    home = (out / "index.html").read_text()
+    assert '<h1 id="mine">Ours: 1</h1>' in home  # the override
+    assert "<title>Facilities KB</title>" in home and 'class="site-header"' in home  # the packaged base.html
+    record = (out / "sources" / "src-a.html").read_text()
+    assert "Facilities KB" in record and 'class="site-header"' in record  # the packaged record.html
+    assert (out / "static" / "style.css").read_text() == "body { color: rebeccapurple; }\n"
+    assert (out / "static" / "extra.js").read_text() == "// added\n"
+    assert (out / "static" / "app.js").read_text() == (REPO / "kbtools" / "theme" / "static" / "app.js").read_text()
+    # an override edited later re-renders the pages (the theme's fingerprint covers the files used)
+    kb.write(
+        "site/templates/home.html",
+        '{% extends "base.html" %}{% block content %}<h1 id="mine">Changed</h1>{% endblock %}\n',
+    )
+    assert kb.run("build", "--no-search").exit_code == 0
+    assert '<h1 id="mine">Changed</h1>' in (out / "index.html").read_text()
 
 
 def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):

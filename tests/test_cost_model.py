@@ -92,17 +92,9 @@ def test_a_verdict_is_worded_from_its_ratio(kb):
     )
     result = kb.check()
     assert result.find("KB512") and "is time, not a ratio" in result.find("KB512")[0], result.out
-    shutil_theme(kb)
     assert kb.run("build", "--no-search", "--force").exit_code == 0
     page = (kb.root / "site/_build/flops/hit.html").read_text()
     assert "faster (0.667× the time)" in page and "slower (1.5× the time)" in page
-
-
-def shutil_theme(kb):
-    import shutil
-
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
 
 
 def test_a_source_without_a_url_says_why(kb):
@@ -334,7 +326,6 @@ def test_figures_resting_on_competing_values_are_ranges(kb):
     text = explain(kb, "flops/hit.read")
     assert "range over the competing values it rests on: 0.125 ms to 0.1299 ms" in text, text
     assert "with accelerators/gpu-c.memory_bandwidth = 7,700 GB/s (src-b): 0.1299 ms" in text
-    shutil_theme(kb)
     assert kb.run("build", "--no-search").exit_code == 0
     page = (kb.root / "site/_build/flops/hit.html").read_text()
     assert ">0.125 ms to 0.1299 ms<" in page  # {{ read | range }}
@@ -374,7 +365,6 @@ def test_competing_values_need_exactly_one_preferred(kb):
 
 def test_the_site_shows_every_competing_value(kb):
     competing(kb, status="contested")
-    shutil_theme(kb)
     assert kb.run("build", "--no-search").exit_code == 0
     page = (kb.root / "site/_build/accelerators/gpu-c.html").read_text()
     assert 'class="alternatives"' in page and "7,700 GB/s" in page and "a driver query&#39;s figure" in page
@@ -405,6 +395,5 @@ def test_prose_quotes_a_row_of_another_records_table(kb):
     result = kb.check()
     bad = result.find("KB509")
     assert len(bad) == 1 and "'t' has no row for 'storage-tiers/nope'" in bad[0], result.out
-    shutil_theme(kb)
     assert kb.run("build", "--no-search", "--force").exit_code == 0
     assert "11.11 s" in (kb.root / "site/_build/engines/e.html").read_text()

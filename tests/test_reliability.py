@@ -28,7 +28,7 @@ def clone(tmp_path_factory) -> Path:
     """A git clone of this repository's knowledge base (records, schemas, theme), committed."""
     root = tmp_path_factory.mktemp("clone") / "kb"
     root.mkdir()
-    for part in ("records", "schema", "site/templates", "site/static"):
+    for part in ("records", "schema", "site/templates"):  # site/templates: the repository's theme overrides
         shutil.copytree(REPO / part, root / part)
     (root / ".gitignore").write_text(".kb-cache/\nsite/_build/\n")
     git(root, "init", "-q")
@@ -125,8 +125,6 @@ def test_debris_of_a_killed_build_is_removed_but_only_kbs_own(clone, tmp_path):
 
 
 def test_thirty_pairs_of_concurrent_builds_each_publish_a_whole_site(kb, tmp_path):
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
     kb.source()
     for i in range(5):
         kb.record("engines", f"e{i}", "engine", "kind: serving-engine\n", body=f"[[src-a]] [[e{(i + 1) % 5}]]\n")
@@ -157,8 +155,6 @@ def test_thirty_pairs_of_concurrent_builds_each_publish_a_whole_site(kb, tmp_pat
 
 def test_out_of_tree_pages_are_never_written(kb, tmp_path):
     """A schema whose x-kb-dir climbs out is refused (KB210), so a build refuses, and --force writes nothing outside."""
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
     kb.source()
     schema = kb.root / "schema" / "engine.schema.json"
     schema.write_text(schema.read_text().replace('"x-kb-dir": "engines"', '"x-kb-dir": "../../escaped"'))
@@ -178,8 +174,6 @@ def test_out_of_tree_pages_are_never_written(kb, tmp_path):
 
 def test_a_file_name_cannot_break_out_of_an_href(kb):
     """A record file named with a quote and markup (KB108) gets no page and is never a link target."""
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", kb.root / "site" / "static")
     kb.source()
     evil = 'x"><meta http-equiv=refresh content=0>'
     kb.write(
@@ -489,7 +483,6 @@ def test_sarif_uris_are_percent_encoded(kb):
 
 def test_out_slash_is_a_usage_error(kb):
     kb.source()
-    shutil.copytree(REPO / "site" / "templates", kb.root / "site" / "templates")
     result = kb.run("build", "--out", "/")
     assert result.exit_code == 2 and "contains the repository" in result.err and "KB900" not in result.err
 

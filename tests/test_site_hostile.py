@@ -31,8 +31,6 @@ BODY = """
 def hostile_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     shutil.copytree(REPO / "schema", root / "schema")
-    shutil.copytree(REPO / "site" / "templates", root / "site" / "templates")
-    shutil.copytree(REPO / "site" / "static", root / "site" / "static")
 
     def record(rel, text):
         path = root / "records" / rel

@@ -77,7 +77,6 @@ def renamed(tmp_path_factory) -> Path:
         out.mkdir(parents=True)
         for path in directory.glob("*.md"):
             (out / path.name).write_text(_rename_text(path.read_text()))
-    shutil.copytree(REPO / "site" / "static", root / "site" / "static")
     shutil.copytree(REPO / "site" / "templates", root / "site" / "templates")
     home = root / "site" / "templates" / "home.html"  # the theme names the types its home page lists
     home.write_text(

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
-from conftest import REPO
-
 
 def engine(kb, fields, body="[[src-a]] [[e]]\n"):
     kb.source()
@@ -51,8 +47,6 @@ def test_an_unknown_entry_must_name_a_field_of_the_type(kb):
 
 
 def test_the_site_shows_the_record_as_incomplete_with_the_reason(kb):
-    for part in ("templates", "static"):
-        shutil.copytree(REPO / "site" / part, kb.root / "site" / part)
     engine(kb, "unknown:\n  kind: the project's README does not say whether it serves or only caches\n")
     result = kb.run("build", "--no-search")
     assert result.exit_code == 0, result.err

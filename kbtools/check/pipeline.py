@@ -18,8 +18,9 @@ from kbtools.check.links import resolve_links
 from kbtools.check.load import load_corpus
 from kbtools.check.schema import validate_schemas
 from kbtools.check.similar import find_similar
+from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
-from kbtools.diagnostics import Diagnostic
+from kbtools.diagnostics import CODES, Diagnostic
 from kbtools.registry import load_registry
 
 STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
@@ -37,12 +38,18 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
         corpus = stage(corpus)
     if cache is not None:
         cache.save({r.path for r in corpus.records.values()} | {d.path for d in corpus.diagnostics})
-    return corpus
+    # the configuration's severities apply to what is reported and to what blocks a build, never to what
+    # the cache keeps: changing a severity needs no recheck
+    known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
+    problems = [*settings.config_problems, *unknown_codes(settings.root, known)]
+    diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
+    return replace(corpus, diagnostics=tuple(diagnostics))
 
 
 # Link breakage anywhere is reported even when only some files are named: a
 # deleted or renamed record breaks links in files the commit did not touch.
 BREAKAGE_CODES = frozenset({"KB300", "KB302", "KB303", "KB600"})
+CONFIG_CODES = frozenset({"KB120"})  # the configuration is every file's business
 
 
 def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
@@ -61,7 +68,9 @@ def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
         diagnostics = [
             d
             for d in diagnostics
-            if d.path in named or d.code in BREAKAGE_CODES or d.path.startswith(corpus.settings.schema_dir + "/")
+            if d.path in named
+            or d.code in BREAKAGE_CODES | CONFIG_CODES
+            or d.path.startswith(corpus.settings.schema_dir + "/")
         ]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 

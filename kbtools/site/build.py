@@ -1,8 +1,9 @@
 """`kb build`: the checked corpus -> a static site of plain files with relative links.
 
 It reads the Corpus `kb check` produced (records, link graph, computed values) and
-never re-parses a file. Templates and static assets are the knowledge base's own
-theme in site/ (editable); pages go to site/_build/ (or --out).
+never re-parses a file. Templates and static assets are kb's packaged theme, overridden file by
+file by the knowledge base's site/templates/ and site/static/ (site/theme.py); pages go to
+site/_build/ (or --out).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
 from kbtools import __version__
@@ -35,6 +36,7 @@ from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.charts import Bar, Roof, bar_chart, neighbourhood, roofline
 from kbtools.site.publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
+from kbtools.site.theme import Theme
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
@@ -74,10 +76,9 @@ class SiteBuilder:
             self.neighbours_out[source].add(target)
         self.registry = corpus.registry
         self.index = Index(corpus)
-        theme = corpus.settings.site_path
-        self.theme = theme
+        self.theme = Theme(corpus.settings.site_path)
         self.env = Environment(
-            loader=FileSystemLoader(str(theme / "templates")),
+            loader=self.theme.loader(),
             autoescape=select_autoescape(default=True),
             trim_blocks=True,
             lstrip_blocks=True,
@@ -99,14 +100,8 @@ class SiteBuilder:
         )
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
-        theme_hash = hashlib.blake2b(digest_size=16)
-        # the theme is its templates and static files; the site's folder also holds the output and, during a
-        # build, a staging folder of a random name, which must not make every page look changed
-        for path in sorted(p for part in ("templates", "static") for p in (theme / part).rglob("*") if p.is_file()):
-            theme_hash.update(path.relative_to(theme).as_posix().encode())
-            theme_hash.update(path.read_bytes())
         self.global_key = (
-            f"{corpus.cache.key if corpus.cache else ''}:{theme_hash.hexdigest()}:{self.index.fingerprint()}"
+            f"{corpus.cache.key if corpus.cache else ''}:{self.theme.fingerprint()}:{self.index.fingerprint()}"
         )
 
     # ------------------------------------------------------------ output
@@ -121,15 +116,18 @@ class SiteBuilder:
         root = relative(page, "index.html").removesuffix("index.html") or "./"
         context.setdefault("title", "")
         html = self.env.get_template(template).render(
-            root=root, page=page, types=self.types_in_order, version=__version__, **context
+            root=root,
+            page=page,
+            types=self.types_in_order,
+            version=__version__,
+            site_title=self.corpus.settings.title,
+            **context,
         )
         self.write(page, html)
 
     def build(self) -> int:
         self.out.mkdir(parents=True, exist_ok=True)
-        static = self.theme / "static"
-        if static.is_dir():
-            shutil.copytree(static, self.out / "static", dirs_exist_ok=True)
+        self.theme.copy_static(self.out)
         self.home()
         for record_type in self.types_in_order:
             self.type_index(record_type)
