@@ -34,6 +34,24 @@ def _parser() -> argparse.ArgumentParser:
         help="no progress bars (they only show on a terminal anyway)",
     )
 
+    init = sub.add_parser(
+        "init", parents=[common], help="start a new knowledge base that passes kb check and kb build at once"
+    )
+    init.add_argument("directory", nargs="?", type=Path, default=Path("."), metavar="DIR", help="(default: .)")
+    init.add_argument(
+        "--types",
+        choices=["minimal", "inference-cost"],
+        default="minimal",
+        help="the starter schemas: minimal (envelope, source, one example type) or this repository's inference-cost types",
+    )
+    init.add_argument("--title", help="the site's name (default: from the directory's name)")
+    init.add_argument(
+        "--existing",
+        action="store_true",
+        help="write into a non-empty directory: only the files it lacks, never replacing one",
+    )
+    init.set_defaults(handler=run_init, needs_repository=False)
+
     check = sub.add_parser("check", parents=[common], help="validate records, resolve links, recompute derived figures")
     check.add_argument(
         "paths",
@@ -171,6 +189,28 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
     print(f"built {pages} record pages into {out}")
+    return EXIT_OK
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from kbtools.authoring.init import init
+    from kbtools.authoring.new import AuthoringError
+
+    try:
+        written, kept = init(args.directory, args.types, args.title, existing=args.existing)
+    except AuthoringError as exc:
+        print(f"kb init: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"kb init: cannot write {exc.filename or args.directory}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for rel in written:
+        print(f"wrote {rel}")
+    for rel in kept:
+        print(f"kept {rel} (it exists; kb init never replaces a file)")
+    print(
+        f"a new knowledge base in {args.directory}: next, kb --root {args.directory} check && kb --root {args.directory} build"
+    )
     return EXIT_OK
 
 
@@ -324,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     from kbtools.progress import configure
 
     configure(args.quiet)
+    if not getattr(args, "needs_repository", True):  # kb init: there is no knowledge base yet
+        return _guarded(lambda: args.handler(args))
     settings = Settings.configured(args.root.resolve()) if args.root else Settings.discover()
     if not settings.schema_path.is_dir():
         print(
@@ -336,8 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         for problem in settings.config_problems:  # a misspelt `schema =` key may be why
             print(format_line(problem), file=sys.stderr)
         return EXIT_USAGE
+    return _guarded(lambda: args.handler(args, settings))
+
+
+def _guarded(handler) -> int:
     try:
-        return args.handler(args, settings)
+        return handler()
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `kb explain ... | head`: the reader has what it wanted

@@ -24,32 +24,68 @@ def slug(name: str) -> str:
     return re.sub(r"-+", "-", text)
 
 
-def _placeholder(name: str, schema: dict[str, Any], resolver) -> tuple[str, str]:
-    """(YAML value, trailing comment) for a required field, valid against its schema."""
+def _placeholder(
+    name: str, schema: dict[str, Any], resolver, today: dt.date, examples: dict[str, str]
+) -> tuple[str, str, Any]:
+    """(YAML value, trailing comment, the value as data) for a required field, valid against its schema.
+    `examples`: type -> the id of a record of that type, for a field that names one (x-kb-ref)."""
     if isinstance(schema.get("$ref"), str):
         schema = {**resolver.lookup(schema["$ref"]).contents, **{k: v for k, v in schema.items() if k != "$ref"}}
+    if isinstance(schema.get("x-kb-ref"), str):
+        target = examples.get(schema["x-kb-ref"])
+        if target:
+            return target, "  # an example: replace it", target
+        return '"TODO"', f"  # the id of {article(schema['x-kb-ref'])} {schema['x-kb-ref']} record", "TODO"
     if schema.get("examples"):  # the schema's own example (JSON Schema's `examples` keyword)
-        return json.dumps(schema["examples"][0], ensure_ascii=False), "  # an example: replace it"
+        value = schema["examples"][0]
+        return json.dumps(value, ensure_ascii=False), "  # an example: replace it", value
     if "enum" in schema:
-        return str(schema["enum"][0]), f"  # one of: {', '.join(map(str, schema['enum']))}"
+        return str(schema["enum"][0]), f"  # one of: {', '.join(map(str, schema['enum']))}", schema["enum"][0]
     if "const" in schema:
-        return str(schema["const"]), ""
+        return str(schema["const"]), "", schema["const"]
+    if schema.get("format") == "date":
+        return today.isoformat(), "  # fill in", today.isoformat()
     kind = schema.get("type")
     if kind == "object":
-        return "{}", "  # fill in"
+        return "{}", "  # fill in", {}
     if kind == "array":
-        return "[]", "  # fill in"
+        return "[]", "  # fill in", []
     if kind in ("integer", "number"):
-        return str(schema.get("minimum", 1)), "  # fill in"
+        return str(schema.get("minimum", 1)), "  # fill in", schema.get("minimum", 1)
     if "x-kb-quantity" in schema:
-        return "0", f"  # a quantity in {schema['x-kb-quantity']}"
-    return '"TODO"', "  # fill in"
+        unit = schema["x-kb-quantity"]
+        shown = f"1 {unit}" if unit not in ("*", "1", "") else "1"
+        return json.dumps(shown), f"  # a quantity in {unit}: fill in", shown
+    return '"TODO"', "  # fill in", "TODO"
+
+
+def _conditional_required(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Fields the schema's `if`/`then` parts require of a record like `data` (the first way of each anyOf)."""
+    from jsonschema import Draft202012Validator
+
+    wanted: list[str] = []
+    for part in schema.get("allOf", []):
+        if not (isinstance(part, dict) and isinstance(part.get("if"), dict) and isinstance(part.get("then"), dict)):
+            continue
+        if not Draft202012Validator(part["if"]).is_valid(data):
+            continue
+        then = part["then"]
+        wanted += [f for f in then.get("required", []) if isinstance(f, str)]
+        for choice in then.get("anyOf", [])[:1]:
+            wanted += [f for f in choice.get("required", []) if isinstance(f, str)]
+    return wanted
 
 
 def skeleton(
-    record_type: RecordType, record_id: str, name: str, sources: list[str], today: dt.date | None = None
+    record_type: RecordType,
+    record_id: str,
+    name: str,
+    sources: list[str],
+    today: dt.date | None = None,
+    examples: dict[str, str] | None = None,
 ) -> str:
-    """A draft record that passes `kb check`: envelope, then the type's required fields."""
+    """A draft record that passes `kb check`: envelope, then the type's required fields, those its
+    conditions require of the draft included."""
     today = today or dt.date.today()
     quoted_name = name.replace("\\", "\\\\").replace('"', '\\"')
     lines = [
@@ -64,11 +100,21 @@ def skeleton(
     if sources:
         lines.append(f"sources: [{', '.join(sources)}]")
     properties = record_type.schema.get("properties", {})
-    for field_name in record_type.schema.get("required", []):
-        if field_name in ("id", "type", "name", "status", "confidence", "updated", "sources"):
-            continue
-        value, comment = _placeholder(field_name, properties.get(field_name, {}), record_type.resolver)
-        lines.append(f"{field_name}: {value}{comment}")
+    envelope = {"id", "type", "name", "status", "confidence", "updated", "sources"}
+    data: dict[str, Any] = {"type": record_type.name}
+    pending = [f for f in record_type.schema.get("required", []) if f not in envelope]
+    while pending:
+        for field_name in pending:
+            value, comment, as_data = _placeholder(
+                field_name, properties.get(field_name, {}), record_type.resolver, today, examples or {}
+            )
+            lines.append(f"{field_name}: {value}{comment}")
+            data[field_name] = as_data
+        pending = [
+            f
+            for f in dict.fromkeys(_conditional_required(record_type.schema, data))
+            if f not in data and f not in envelope
+        ]
     lines += [
         "---",
         f"What {name} is, in your own words, with the figures it is known for and",
