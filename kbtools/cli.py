@@ -125,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     fmt.set_defaults(handler=run_fmt)
 
+    mv = sub.add_parser(
+        "mv", parents=[common], help="rename a record and rewrite every reference, link and value naming it"
+    )
+    mv.add_argument("record", metavar="DIR/ID", help="the record to rename (a bare id when it is unique)")
+    mv.add_argument("to", metavar="[NEWDIR/]NEWID", help="its new id, or a new type's directory and id")
+    mv.set_defaults(handler=run_mv)
+
     explain = sub.add_parser(
         "explain", parents=[common], help="show how a value was computed, from which records and sources"
     )
@@ -211,6 +218,30 @@ def run_init(args: argparse.Namespace) -> int:
     print(
         f"a new knowledge base in {args.directory}: next, kb --root {args.directory} check && kb --root {args.directory} build"
     )
+    return EXIT_OK
+
+
+def run_mv(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.atomic import ChangedMeanwhile
+    from kbtools.authoring.move import apply_move, mentions, plan_move
+    from kbtools.authoring.new import AuthoringError
+    from kbtools.check.pipeline import check_corpus
+
+    corpus = check_corpus(settings, use_cache=True, complete=False)
+    try:
+        move = plan_move(corpus, args.record, args.to)
+        edits = apply_move(settings, corpus, move)
+    except (AuthoringError, ChangedMeanwhile) as exc:
+        print(f"kb mv: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"moved {move.source.path} -> {move.new_path}")
+    for rel, edit in edits:
+        shown = move.new_path if rel == move.source.path else rel
+        print(f"{shown}:{edit.line}:{edit.column}: {edit.what}: {edit.old} -> {edit.new}")
+    files = {rel for rel, _ in edits} - {move.source.path}
+    print(f"rewrote {sum(rel != move.source.path for rel, _ in edits)} references in {len(files)} other files")
+    for rel, line, column in mentions(settings, move):
+        print(f"{rel}:{line}:{column}: note: '{move.source.id}' left as written (it names no record there)")
     return EXIT_OK
 
 
@@ -378,7 +409,24 @@ def main(argv: list[str] | None = None) -> int:
         for problem in settings.config_problems:  # a misspelt `schema =` key may be why
             print(format_line(problem), file=sys.stderr)
         return EXIT_USAGE
-    return _guarded(lambda: args.handler(args, settings))
+
+    def handle() -> int:
+        _finish_moves(settings)
+        return args.handler(args, settings)
+
+    return _guarded(handle)
+
+
+def _finish_moves(settings: Settings) -> None:
+    """A kb mv killed after its commit point is finished before anything reads the records (under the
+    writers' lock, so never beside a kb mv still at work)."""
+    from kbtools.atomic import writers_lock
+    from kbtools.authoring.move import JOURNAL, complete_interrupted_move
+
+    if (settings.root / JOURNAL).is_file():
+        with writers_lock(settings.records_path):
+            if complete_interrupted_move(settings):
+                print("kb: finished a kb mv that was interrupted", file=sys.stderr)
 
 
 def _guarded(handler) -> int:

@@ -1,0 +1,166 @@
+"""`kb mv`: a rename that rewrites every reference, link and value naming the record, all or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import KB_SCRIPT, REPO
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A copy of this repository's knowledge base."""
+    root = tmp_path / "kb"
+    for part in ("records", "schema"):
+        shutil.copytree(REPO / part, root / part)
+    return root
+
+
+def kb(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [KB_SCRIPT, "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under records/ (hidden ones too) -> its digest."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((root / "records").rglob("*"))
+        if p.is_file()
+    }
+
+
+def texts(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted((root / "records").rglob("*.md"))}
+
+
+OLD, NEW = "pcie-5-x16", "pcie-gen5-x16"
+TOKEN = re.compile(rf"(?<![\w-]){re.escape(OLD)}(?![\w-])")
+
+
+def test_a_rename_rewrites_every_reference_and_nothing_else(repo):
+    before = texts(repo)
+    moved = kb(repo, "mv", f"interconnects/{OLD}", NEW)
+    assert moved.returncode == 0, moved.stderr
+    out = moved.stdout.splitlines()
+    assert out[0] == f"moved records/interconnects/{OLD}.md -> records/interconnects/{NEW}.md"
+    # each kind of naming, reported at its place: a typed reference, a list item, a cost input, a wikilink,
+    # a row of an inline value
+    assert f"records/accelerators/nvidia-h100-sxm.md:57:12: host_link: {OLD} -> {NEW}" in out
+    assert f"records/measurements/vllm-cpu-offload-h100-pcie5.md:18:17: interconnects[]: {OLD} -> {NEW}" in out
+    assert any(l.startswith("records/flops/kv-transfer.md:31:") and "inputs.links[]" in l for l in out)
+    assert f"records/interconnects/cxl-2-x8.md:27:1: body: interconnects/{OLD} -> interconnects/{NEW}" in out
+    assert any(l.startswith("records/flops/kv-transfer.md:80:") and "body" in l for l in out)
+    after = texts(repo)
+    assert f"records/interconnects/{OLD}.md" not in after
+    assert after[f"records/interconnects/{NEW}.md"] == TOKEN.sub(NEW, before[f"records/interconnects/{OLD}.md"])
+    changed = [rel for rel in before if rel in after and after[rel] != before[rel]]
+    assert len(changed) >= 30
+    for rel in changed:  # every change is the id's own replacement: layout, quoting and comments kept
+        old_lines, new_lines = before[rel].split("\n"), after[rel].split("\n")
+        assert len(old_lines) == len(new_lines)
+        for a, b in zip(old_lines, new_lines, strict=True):
+            assert a == b or TOKEN.sub(NEW, a) == b, (rel, a, b)
+    check = kb(repo, "check", "--strict")
+    assert check.returncode == 0, check.stdout[-2000:]
+    assert re.search(r"checked \d+ records: 0 errors, 0 warnings", check.stdout)
+    assert not any(f"[[{OLD}" in t or f"/{OLD}]]" in t for t in after.values())
+
+
+def test_a_parameter_rename_rewrites_the_formulas_that_name_it(repo):
+    moved = kb(repo, "mv", "transfer-bandwidth", "xfer-bandwidth")
+    assert moved.returncode == 0, moved.stderr
+    assert any(": formula: transfer-bandwidth -> xfer-bandwidth" in l for l in moved.stdout.splitlines())
+    everything = "".join(texts(repo).values())
+    assert "param(tier, 'xfer-bandwidth')" in everything
+    # a formula quoted in a code span names no record: kept as written, and pointed out
+    assert (
+        "records/hardware-parameters/xfer-bandwidth.md:21:32: note: 'transfer-bandwidth' left as written "
+        "(it names no record there)" in moved.stdout.splitlines()
+    )
+    check = kb(repo, "check")
+    assert check.returncode == 0, check.stdout[-2000:]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["nvidia-h100-sxm", "nvidia-h200-sxm"],
+            "id 'nvidia-h200-sxm' is taken by records/accelerators/nvidia-h200-sxm.md",
+        ),
+        (["nvidia-h100-sxm", "H100"], "'H100' is not a valid id"),
+        (["no-such-record", "x"], "no record 'no-such-record'"),
+        (["accelerators/nvidia-h100-sxm", "engines/h100"], "is not a valid engine ('kind' is a required property)"),
+        (["nvidia-h100-sxm", "nowhere/h100"], "no record type keeps its records in nowhere/"),
+    ],
+)
+def test_refusals_change_nothing(repo, args, message):
+    before = tree(repo)
+    moved = kb(repo, "mv", *args)
+    assert moved.returncode == 2 and message in moved.stderr, moved.stderr
+    assert tree(repo) == before
+
+
+def test_an_ambiguous_link_to_the_record_is_refused(repo):
+    """Two records called the same: a bare [[id]] could mean either, so kb cannot tell which to rewrite."""
+    twin = repo / "records" / "engines" / "nvidia-h100-sxm.md"
+    engine = (repo / "records" / "engines" / "vllm.md").read_text().replace("id: vllm", "id: nvidia-h100-sxm")
+    twin.write_text(engine)
+    before = tree(repo)
+    moved = kb(repo, "mv", "accelerators/nvidia-h100-sxm", "h100-sxm")
+    assert moved.returncode == 2 and "is ambiguous" in moved.stderr
+    assert tree(repo) == before
+
+
+def test_killed_after_its_commit_point_the_next_kb_finishes_the_move(repo, tmp_path):
+    expected_root = tmp_path / "expected"
+    shutil.copytree(repo, expected_root)
+    assert kb(expected_root, "mv", f"interconnects/{OLD}", NEW).returncode == 0
+    killed = kb(repo, "mv", f"interconnects/{OLD}", NEW, KB_TEST_STOP_AFTER_RENAMES="5")
+    assert killed.returncode == 137
+    half = tree(repo)
+    assert half != tree(expected_root)  # killed in the middle: some files renamed, others not
+    check = kb(repo, "check")
+    assert "kb: finished a kb mv that was interrupted" in check.stderr
+    assert check.returncode == 0, check.stdout[-2000:]
+    assert tree(repo) == tree(expected_root)
+
+
+def test_killed_before_its_commit_point_nothing_changed(repo):
+    before = tree(repo)
+    killed = kb(repo, "mv", f"interconnects/{OLD}", NEW, KB_TEST_STOP_BEFORE_COMMIT="1")
+    assert killed.returncode == 137
+    visible = {rel: d for rel, d in tree(repo).items() if not Path(rel).name.startswith(".")}
+    assert visible == before  # only hidden temporaries were written
+    assert kb(repo, "check").returncode == 0
+    # the next writer clears the temporaries, and the move can be made again
+    assert kb(repo, "mv", f"interconnects/{OLD}", NEW).returncode == 0
+    assert not [rel for rel in tree(repo) if Path(rel).name.startswith(".")]
+
+
+def test_a_move_to_another_type_is_refused_where_a_reference_wants_the_old_type(repo):
+    """A type whose fields the record has (a copy of the interconnect schema), but host_link fields ask for
+    an interconnect: the move would change what those records mean."""
+    import json
+
+    schema = json.loads((repo / "schema" / "interconnect.schema.json").read_text())
+    schema.update({"title": "Widget", "x-kb-dir": "widgets"})
+    schema["properties"]["type"] = {"const": "widget"}
+    (repo / "schema" / "widget.schema.json").write_text(json.dumps(schema, indent=2))
+    before = tree(repo)
+    moved = kb(repo, "mv", f"interconnects/{OLD}", "widgets/w")
+    assert moved.returncode == 2
+    assert "host_link must name interconnect, not a widget; kb mv changes no record's meaning" in moved.stderr
+    assert tree(repo) == before
