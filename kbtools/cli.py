@@ -125,6 +125,15 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     fmt.set_defaults(handler=run_fmt)
 
+    serve = sub.add_parser(
+        "serve", parents=[common], help="serve the site on 127.0.0.1, rebuilt and reloaded as records change"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="(default: 8000; 0 picks a free one)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--out", type=Path, help="output directory (default: site/_build)")
+    serve.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
+    serve.set_defaults(handler=run_serve)
+
     mv = sub.add_parser(
         "mv", parents=[common], help="rename a record and rewrite every reference, link and value naming it"
     )
@@ -218,6 +227,24 @@ def run_init(args: argparse.Namespace) -> int:
     print(
         f"a new knowledge base in {args.directory}: next, kb --root {args.directory} check && kb --root {args.directory} build"
     )
+    return EXIT_OK
+
+
+def run_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.site.publish import OutputError, check_output
+    from kbtools.site.serve import serve
+
+    out = (args.out or settings.build_path).absolute()
+    try:
+        check_output(out, settings)
+    except OutputError as exc:
+        print(f"kb serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        serve(settings, out, args.host, args.port, search=not args.no_search)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        print(f"kb serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

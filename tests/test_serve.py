@@ -1,0 +1,103 @@
+"""`kb serve` in a real browser: edit a record, see the open page change; search works; errors show."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import KB_SCRIPT
+from site_support import PageWatch, browser
+
+
+class Server:
+    """`kb serve --port 0` as a user starts it, with what it prints collected as it prints it."""
+
+    def __init__(self, root: Path):
+        self.proc = subprocess.Popen(
+            [KB_SCRIPT, "serve", "--port", "0"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float = 180, after: int = 0) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.lines[after:]:
+                found = re.search(pattern, line)
+                if found:
+                    return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        pytest.fail(f"kb serve never printed {pattern!r}; it printed:\n" + "\n".join(self.lines))
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def served(tmp_path):
+    root = tmp_path / "kb"
+    made = subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    server = Server(root)
+    try:
+        yield root, server
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+
+
+def test_an_edited_record_changes_the_open_page(served):
+    root, server = served
+    card = root / "records" / "devices" / "example-card.md"
+    with browser() as chromium:
+        watch = PageWatch(chromium.new_context())
+        watch.page.goto(server.url + "devices/example-card.html")
+        assert watch.page.locator("h1").first.inner_text().startswith("Example Corp card (an example)")
+
+        seen = len(server.lines)
+        card.write_text(card.read_text().replace("name: Example Corp card (an example)", "name: Renamed card"))
+        server.wait_for(r"built \d+ record pages \(version 2\)", after=seen)
+        watch.page.wait_for_selector("h1:has-text('Renamed card')", timeout=30_000)  # reloaded by itself
+
+        # an error: printed in the terminal, and shown on the page it concerns
+        seen = len(server.lines)
+        card.write_text(card.read_text().replace("value: 350 W", "value: 400 W"))
+        server.wait_for(r"records/devices/example-card\.md:15:1: error KB500 rack_power", after=seen)
+        watch.page.wait_for_selector("text=kb check found problems in this record", timeout=30_000)
+
+        # search: the index is built and served
+        watch.page.goto(server.url + "index.html")
+        watch.page.fill("form.search input", "Renamed card")
+        watch.page.wait_for_selector("form.search .search-results a", timeout=30_000)
+        hrefs = watch.page.eval_on_selector_all(
+            "form.search .search-results a", "els => els.map(e => e.getAttribute('href'))"
+        )
+        assert any("devices/example-card" in h for h in hrefs), hrefs
+        assert not watch.problems, watch.problems
+    assert server.stop() == 0
+
+
+def test_serve_listens_on_loopback_only_and_refuses_a_protected_output(tmp_path):
+    root = tmp_path / "kb"
+    assert subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True).returncode == 0
+    refused = subprocess.run([KB_SCRIPT, "serve", "--out", "records"], cwd=root, capture_output=True, text=True)
+    assert refused.returncode == 2 and "the records" in refused.stderr
+    server = Server(root)
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+    finally:
+        assert server.stop() == 0
