@@ -318,23 +318,25 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.export import write_json, write_sqlite
+    from kbtools.outputs.export import metadata_path, write_json, write_metadata, write_sqlite
     from kbtools.site.publish import OutputError, check_export
 
     if not args.sqlite and not args.json:
         print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
         return EXIT_USAGE
+    metadata = metadata_path(args.sqlite) if args.sqlite else None
     try:
-        for kind, target in (("sqlite", args.sqlite), ("json", args.json)):
+        for kind, target in (("sqlite", args.sqlite), ("metadata", metadata), ("json", args.json)):
             if target:
                 check_export(target, settings, kind)
     except OutputError as exc:
         print(f"kb export: {exc}", file=sys.stderr)
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
-    if args.sqlite:
+    if args.sqlite and metadata:
         write_sqlite(corpus, args.sqlite)
-        print(f"wrote {args.sqlite}")
+        write_metadata(corpus, metadata, args.sqlite.stem)
+        print(f"wrote {args.sqlite} and {metadata} (datasette {args.sqlite} --metadata {metadata})")
     if args.json:
         write_json(corpus, args.json)
         print(f"wrote {args.json}")

@@ -55,3 +55,58 @@ def test_export_sqlite_and_json(tmp_path):
     seed = next(r for r in exported["records"] if r["key"].endswith("eng-profile-kv-tiering-moves-flops-to-bytes"))
     assert seed["values"]["hit_path_bytes"]["computed"] is True
     assert abs(seed["values"]["hit_path_bytes"]["value"] - 2.24870) < 1e-4
+
+
+def test_the_real_datasette_serves_the_export_with_its_metadata(tmp_path):
+    """`datasette kb.sqlite --metadata kb.metadata.json`, as the export's message says: the type's table is
+    titled and described from its schema, a column's description says its unit, a record's page is
+    labelled by its name, and for_each rows are rows of `costs`."""
+    import socket
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    db, metadata = tmp_path / "kb.sqlite", tmp_path / "kb.metadata.json"
+    result = kb("export", "--sqlite", str(db))
+    assert result.returncode == 0 and metadata.is_file(), result.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    datasette = Path(sys.executable).parent / "datasette"
+    proc = subprocess.Popen(
+        [str(datasette), "serve", str(db), "--metadata", str(metadata), "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def get(path: str) -> str:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+                    return response.read().decode()
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.3)
+
+    try:
+        table = get("/kb/accelerator")
+        assert "One accelerator package (GPU or NPU) as sold" in table
+        assert "Peak memory bandwidth. In GB/s." in table
+        row = get("/kb/accelerator/accelerators~2Fnvidia-h200-sxm")
+        assert "NVIDIA H200 SXM" in row
+        rows = json.loads(get("/kb/costs.json?_shape=array&key=flops/decode-attention&cost=kv_read_time"))
+        assert {r["row"] for r in rows} >= {"accelerators/nvidia-h100-sxm", "accelerators/nvidia-h200-sxm"}
+        assert all(r["unit"] == "ms" and isinstance(r["value"], float) for r in rows)
+        typed = json.loads(
+            get(
+                "/kb.json?sql=select+typeof(memory_bandwidth)+as+t,+typeof(memory_stacks)+as+s+from+accelerator+where+key='accelerators/nvidia-h200-sxm'&_shape=array"
+            )
+        )
+        assert typed == [{"t": "real", "s": "integer"}]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,7 +1,10 @@
 """`kb export`: the checked corpus as SQLite (a table per type) or JSON, for Datasette and friends.
 
 Quantities are stored in their field's canonical unit with a `<field>_unit` column beside
-them; computed values are included and flagged in the JSON. Files are written atomically.
+them; columns are typed (REAL, INTEGER, TEXT); every cost, for_each rows included, is a row of
+`costs`. Beside the SQLite file goes Datasette's metadata (titles, descriptions, units, labels):
+`datasette kb.sqlite --metadata kb.metadata.json`. Computed values are included and flagged in
+the JSON. Files are written atomically.
 """
 
 from __future__ import annotations
@@ -75,6 +78,85 @@ def _ranges(corpus: Corpus) -> list[tuple]:
     return found
 
 
+def _costs(corpus: Corpus) -> list[tuple]:
+    """(key, cost, row, value, unit, basis, formula): row is None for a single figure, the for_each entry
+    (a record's key) for a row of a table."""
+    found = []
+    for key in sorted(corpus.records):
+        costs = corpus.values(key).costs
+        for name, view in record_values(corpus, key).items():
+            if name not in costs:
+                continue
+            if "rows" in view:
+                for row, item in view["rows"].items():
+                    found.append((key, name, row, item["value"], item["unit"], "derived", view["formula"]))
+            else:
+                found.append((key, name, None, view["value"], view["unit"], view["basis"], view["formula"]))
+    return found
+
+
+def _sqlite_type(values: list[Any]) -> str:
+    """The column's SQLite type from the values it holds: INTEGER, REAL, or TEXT (lists and mappings are JSON)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (bool, int)) for v in present):
+        return "INTEGER"
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "REAL"
+    return "TEXT"
+
+
+def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
+    """Datasette's metadata for the export: each type's table titled and described from its schema, each
+    column described (with its unit), the records labelled by their names.
+
+    Units are said in the column descriptions, not in Datasette's `units` key: Datasette reads those with
+    pint's default registry, which takes kb's GT/s for gigatesla per second and a pin count for pico-inches."""
+    tables: dict[str, Any] = {}
+    for type_name, record_type in sorted(corpus.registry.types.items()):
+        schema_properties = record_type.schema.get("properties", {})
+        columns: dict[str, str] = {"key": "The record: its directory and id (dir/id)"}
+        for field in record_type.property_order:
+            if field == "type":
+                continue
+            described = schema_properties.get(field, {}).get("description", "")
+            unit = _canonical(corpus, type_name, field)
+            if unit:
+                columns[field] = f"{described} In {unit}.".strip() if described else f"In {unit}."
+                columns[f"{field}_unit"] = f"The unit of {field}"
+            elif described:
+                columns[field] = described
+        table: dict[str, Any] = {
+            "title": record_type.title,
+            "description": record_type.schema.get("description", ""),
+            "columns": columns,
+            "label_column": "name",
+            "sort": "key",
+        }
+        tables[type_name] = table
+    tables["costs"] = {
+        "description": "Every cost a record computes: one figure, or one row per entry of a for_each table",
+        "columns": {"row": "The for_each entry (a record) the row is for; empty for a single figure"},
+    }
+    tables["links"] = {"description": "Every reference and wikilink: which record names which, in which field"}
+    tables["ranges"] = {"description": "Figures that competing sourced values make a range, with its ends"}
+    tables["diagnostics"] = {"description": "What kb check reported when this export was made"}
+    return {
+        "source": "kb export",
+        "title": corpus.settings.title,
+        "databases": {database: {"tables": tables}},
+    }
+
+
+def write_metadata(corpus: Corpus, path: Path, database: str) -> None:
+    text = json.dumps(datasette_metadata(corpus, database), indent=1, ensure_ascii=False)
+    _atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
+
+
+def metadata_path(sqlite: Path) -> Path:
+    """Where the Datasette metadata of an export goes: kb.sqlite -> kb.metadata.json, beside it."""
+    return sqlite.with_name(f"{sqlite.stem}.metadata.json")
+
+
 def to_json(corpus: Corpus) -> dict[str, Any]:
     return {
         "records": [
@@ -122,17 +204,17 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                 quantity_fields = [
                     f for f in fields if record_type.plan.properties.get(f) and record_type.plan.properties[f].quantity
                 ]
-                columns = ["key"]
+                mine = [(key, r) for key, r in sorted(corpus.records.items()) if r.type == type_name]
+                columns = {"key": "TEXT PRIMARY KEY"}
                 for field in fields:
-                    columns.append(field)
                     if field in quantity_fields:
-                        columns.append(f"{field}_unit")
+                        columns[field], columns[f"{field}_unit"] = "REAL", "TEXT"
+                    else:
+                        columns[field] = _sqlite_type([r.data.get(field) for _, r in mine])
                 db.execute(
-                    f"CREATE TABLE {_column(type_name)} ({', '.join(_column(c) + (' PRIMARY KEY' if c == 'key' else '') for c in columns)})"
+                    f"CREATE TABLE {_column(type_name)} ({', '.join(f'{_column(c)} {t}' for c, t in columns.items())})"
                 )
-                for key, record in sorted(corpus.records.items()):
-                    if record.type != type_name:
-                        continue
+                for key, record in mine:
                     values = record_values(corpus, key)
                     row: dict[str, Any] = {"key": key}
                     for field in fields:
@@ -143,12 +225,19 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                             row[field] = (
                                 json.dumps(raw, ensure_ascii=False, default=str)
                                 if isinstance(raw, (list, dict))
+                                else int(raw)
+                                if isinstance(raw, bool)
                                 else raw
                             )
                     db.execute(
                         f"INSERT INTO {_column(type_name)} ({', '.join(map(_column, row))}) VALUES ({', '.join('?' * len(row))})",
                         [v if isinstance(v, (int, float, str)) or v is None else str(v) for v in row.values()],
                     )
+            # every cost of every record: a single figure, or one row per entry of its for_each table
+            db.execute(
+                "CREATE TABLE costs (key TEXT, cost TEXT, row TEXT, value REAL, unit TEXT, basis TEXT, formula TEXT)"
+            )
+            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?)", _costs(corpus))
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
             # a figure resting on competing values is a range; the per-type tables hold the preferred figure

@@ -197,7 +197,11 @@ def assert_inside(path: Path, directory: Path) -> None:
         raise OutputError(f"refusing to write {path}: it is outside the site directory {directory}")
 
 
-_EXPORT_SIGNATURES = {"sqlite": b"SQLite format 3\x00", "json": b'{\n "records": ['}
+_EXPORT_SIGNATURES = {
+    "sqlite": b"SQLite format 3\x00",
+    "json": b'{\n "records": [',
+    "metadata": b'{\n "source": "kb export"',
+}
 
 
 def check_export(path: Path, settings: Settings, kind: str) -> None:
