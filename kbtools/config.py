@@ -2,6 +2,7 @@
 
     [tool.kb]
     title = "Inference cost KB"      # the site's name
+    tolerance = 0.01                 # a stated figure's leeway where its formula gives none (1%)
     records = "records"              # where the records, schemas and theme overrides live
     schema = "schema"
     site = "site"
@@ -25,7 +26,7 @@ from kbtools.diagnostics import Diagnostic
 FILES = ("kb.toml", "pyproject.toml")  # the first that holds kb's table wins
 SEVERITIES = ("error", "warning", "off")
 PATHS = {"records": "records_dir", "schema": "schema_dir", "site": "site_dir"}
-KEYS = {"title", *PATHS, "severity"}
+KEYS = {"title", "tolerance", *PATHS, "severity"}
 # the codes about the configuration itself: turning them off would hide the mistake that turned them off
 FIXED = frozenset({"KB120", "KB900"})
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -117,6 +118,11 @@ def load_config(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
                 settings["title"] = value.strip()
             else:
                 problem((key,), "title must be a non-empty string")
+        elif key == "tolerance":
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1:
+                settings["tolerance"] = float(value)
+            else:
+                problem((key,), f"tolerance must be a fraction from 0 to below 1 (0.01 is 1%), not {value!r}")
         elif key in PATHS:
             if isinstance(value, str) and NAME.match(value):
                 settings[PATHS[key]] = value

@@ -40,6 +40,7 @@ class Settings(BaseModel):
     schema_dir: str = "schema"
     site_dir: str = "site"  # theme overrides (templates/, static/); pages go to its _build/ unless --out says otherwise
     title: str = "Knowledge base"  # the site's name
+    tolerance: float = 0.01  # how far a stated figure may be from its recomputed one where a formula says nothing
     severity: tuple[tuple[str, str], ...] = ()  # code -> "error" | "warning" | "off", from the configuration
     config_problems: tuple[Diagnostic, ...] = ()  # what is wrong with the configuration file (KB120)
 

@@ -108,9 +108,9 @@ CODES: dict[str, Code] = {
     "KB120": Code(
         E,
         "The configuration (`kb.toml`, or `[tool.kb]` in `pyproject.toml`) is not TOML, or has an unknown key, "
-        "code or severity.",
+        "code, severity, tolerance or path.",
         "pyproject.toml:41:1: error KB120 unknown key 'titel' in [tool.kb] (known: records, schema, "
-        "severity, site, title)",
+        "severity, site, title, tolerance)",
     ),
     "KB200": Code(
         E,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REPO
 
 
 def test_a_code_can_be_made_an_error_a_warning_or_off(kb):
@@ -78,3 +79,29 @@ def test_a_severity_for_a_code_a_schema_declares_is_accepted(kb):
     kb.source()
     kb.write("kb.toml", f'[severity]\n{declared[0]} = "warning"\n')
     assert kb.check().exit_code == 0
+
+
+def test_the_default_tolerance_is_configurable_and_a_change_rechecks(kb):
+    """A derived figure 1.5% off its formula: outside the 1% default, inside a configured 2%. The cache
+    must not keep the old verdict when the setting changes."""
+    kb.write("kb.toml", "")
+    kb.source()
+    kb.write(
+        "schema/device.schema.json",
+        (REPO / "kbtools" / "starter" / "minimal" / "device.schema.json")
+        .read_text()
+        .replace('"formula": "power * per_rack",\n      "tolerance": 0.01', '"formula": "power * per_rack"'),
+        dedent=False,
+    )
+    card = (REPO / "kbtools" / "starter" / "minimal" / "records" / "devices" / "example-card.md").read_text()
+    kb.write(
+        "records/devices/example-card.md",
+        card.replace("example-datasheet", "src-a").replace("value: 5.6 kW", "value: 5.684 kW"),
+        dedent=False,
+    )
+    assert kb.check().find("KB500")
+    kb.write("kb.toml", "tolerance = 0.02\n")
+    assert not kb.check().find("KB500")
+    kb.write("kb.toml", "tolerance = 2\n")
+    result = kb.check()
+    assert result.find("KB120") and "tolerance must be a fraction" in result.out

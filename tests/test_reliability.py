@@ -317,12 +317,14 @@ def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
 def _forge(cache_file: Path, secret_home: Path | None) -> None:
     """Rewrite every row of a cache so that it reports nothing, signed with the secret under secret_home."""
     from kbtools.check.cache import Cache, decode
+    from kbtools.corpus import Settings
 
     env_before = os.environ.get("XDG_CACHE_HOME")
     try:
         if secret_home is not None:
             os.environ["XDG_CACHE_HOME"] = str(secret_home)
-        cache = Cache(cache_file.parent.parent, cache_file.parent.parent / "schema")
+        root = cache_file.parent.parent
+        cache = Cache(root, root / "schema", settings=Settings.configured(root))
         db = sqlite3.connect(cache_file)
         for table in ("files", "compute"):  # one row per entry and field, each field its own JSON text
             for name, field, body in db.execute(f"SELECT name, field, body FROM {table}_rows").fetchall():

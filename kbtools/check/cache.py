@@ -359,11 +359,13 @@ class Table:
 
 
 class Cache:
-    def __init__(self, root: Path, schema_dir: Path, enabled: bool = True):
+    def __init__(self, root: Path, schema_dir: Path, enabled: bool = True, settings: Any = None):
         self.path = root / CACHE_DIR / CACHE_FILE
         self.secret = user_secret() if enabled else None
         self.enabled = enabled and self.secret is not None
         self.key = schema_key(schema_dir) if schema_dir.is_dir() else ""
+        if settings is not None:  # a setting that changes what compute judges (not severities, applied after)
+            self.key += f":tolerance={settings.tolerance!r}"
         self.trusted = False  # the stored rows are this kb's, this schema's and this user's
         self.files = Table(
             "files", self._verify_fields

@@ -30,7 +30,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     """Run every stage. With use_cache, unchanged files reuse earlier results (.kb-cache/);
     complete=False also lets compute reuse cached diagnostics, so values exist only for
     what changed -- enough for `kb check`, not for the site."""
-    cache = Cache(settings.root, settings.schema_path, enabled=use_cache) if use_cache else None
+    cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
     registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.files))
     corpus = load_corpus(settings, registry, cache)
     corpus = replace(corpus, complete=complete or cache is None)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from kbtools.check.compute import derivations, parameters
 from kbtools.check.compute.flow import FAILED, ValueFailed
 from kbtools.check.compute.values import (
-    DEFAULT_TOLERANCE,
     Value,
     contested,
     is_reference,
@@ -168,7 +167,7 @@ def evaluate_cost(
             f"costs.{name}",
             stated,
             value,
-            spec.get("tolerance", DEFAULT_TOLERANCE),
+            spec.get("tolerance", c.corpus.settings.tolerance),
         )
     return value
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from kbtools.check.compute import parameters
 from kbtools.check.compute.flow import FAILED, Cycle, ValueFailed
 from kbtools.check.compute.values import (
-    DEFAULT_TOLERANCE,
     Value,
     _bounds,
     contested,
@@ -109,7 +108,8 @@ def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, c
 
 def field_tolerance(c: Computer, record: Record, path: FieldPath) -> float:
     spec = derivation(c, record, path[0]) if len(path) == 1 and isinstance(path[0], str) else None
-    return float(spec.get("tolerance", DEFAULT_TOLERANCE)) if spec else DEFAULT_TOLERANCE
+    default = c.corpus.settings.tolerance
+    return float(spec.get("tolerance", default)) if spec else default
 
 
 def field_value(c: Computer, record: Record, name: str) -> Any:
@@ -160,7 +160,7 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
     derived = c.derived_value(record, (name,), name, quantity, formula, inputs, unit)
     if stated is None:
         return derived
-    compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", DEFAULT_TOLERANCE))
+    compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", c.corpus.settings.tolerance))
     return Value(**{**stated.__dict__, "recomputed": derived})
 
 

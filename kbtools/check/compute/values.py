@@ -21,9 +21,6 @@ from kbtools.lang.units import (
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 
 
-DEFAULT_TOLERANCE = 0.01
-
-
 @dataclass(frozen=True)
 class Value:
     """A figure with its provenance: where it stands, how it is known, what it rests on."""
