@@ -134,6 +134,34 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
     serve.set_defaults(handler=run_serve)
 
+    measure = sub.add_parser(
+        "measure", parents=[common], help="measure this machine's tier bandwidths and write them as measurement records"
+    )
+    measure.add_argument(
+        "tiers",
+        nargs="*",
+        metavar="TIER",
+        help="memory, file (needs --path), kv (KV-shaped reads, needs --kv-model), gpu (default: all that apply)",
+    )
+    measure.add_argument(
+        "--path", type=Path, help="a directory on the file tier to measure (kb writes one file there, then removes it)"
+    )
+    measure.add_argument("--kv-model", metavar="DIR/ID", help="the model whose KV bytes per token size the blocks")
+    measure.add_argument("--block-tokens", type=int, default=16, help="tokens per KV block (default: 16, vLLM's block)")
+    measure.add_argument("--blocks", type=int, default=64, help="blocks in the prefix read (default: 64)")
+    measure.add_argument(
+        "--max-bytes",
+        type=int,
+        default=256 << 20,
+        help="the largest buffer or file one measurement uses (default: 256 MiB)",
+    )
+    measure.add_argument(
+        "--max-seconds", type=float, default=20.0, help="the longest one measurement runs (default: 20)"
+    )
+    measure.add_argument("--repetitions", type=int, default=5, help="repetitions per figure (default: 5)")
+    measure.add_argument("--out", type=Path, help="where the measurement records go (default: records/measurements)")
+    measure.set_defaults(handler=run_measure)
+
     mv = sub.add_parser(
         "mv", parents=[common], help="rename a record and rewrite every reference, link and value naming it"
     )
@@ -245,6 +273,82 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     except OSError as exc:  # the port is taken, or the address is not this machine's
         print(f"kb serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    return EXIT_OK
+
+
+def run_measure(args: argparse.Namespace, settings: Settings) -> int:
+    import datetime as dt
+
+    from kbtools.authoring import measure as m
+    from kbtools.authoring.new import AuthoringError
+
+    def say(text: str) -> None:
+        print(f"kb measure: {text}", file=sys.stderr, flush=True)
+
+    out = (args.out or settings.records_path / "measurements").absolute()
+    if out.parent.resolve() != settings.records_path.resolve() or out.name != "measurements":
+        say(f"--out {out} is not the measurements directory of {settings.records_path}; records live there")
+        return EXIT_USAGE
+    if min(args.max_bytes, args.repetitions, args.block_tokens, args.blocks) < 1 or args.max_seconds <= 0:
+        say("--max-bytes, --max-seconds, --repetitions, --block-tokens and --blocks must be positive")
+        return EXIT_USAGE
+    unknown = sorted(set(args.tiers) - {"memory", "file", "kv", "gpu"})
+    if unknown:
+        say(f"no tier {', '.join(unknown)} (known: memory, file, kv, gpu)")
+        return EXIT_USAGE
+    tiers = set(args.tiers or ["memory", "kv", "gpu"] + (["file"] if args.path else []))
+    if "file" in tiers and args.path is None:
+        say("the file tier needs --path DIR: a directory on the tier, where kb may write one file and remove it")
+        return EXIT_USAGE
+    bounds = m.Bounds(args.max_bytes, args.max_seconds, args.repetitions)
+    block = None
+    if "kv" in tiers:
+        if not args.kv_model:
+            say("KV-shaped reads need --kv-model DIR/ID (the model whose KV bytes per token size a block); skipped")
+        else:
+            from kbtools.check.pipeline import check_corpus
+
+            corpus = check_corpus(settings, use_cache=True, complete=True)
+            per_token = corpus.values(args.kv_model).fields.get("kv_bytes_per_token")
+            if per_token is None or per_token.quantity is None:
+                say(f"no kv_bytes_per_token for '{args.kv_model}' (is it a model record that kb check computes?)")
+                return EXIT_USAGE
+            block = int(per_token.quantity.to("B/token").magnitude * args.block_tokens)
+    figures = []
+    try:
+        if "memory" in tiers:
+            for processes in (1, os.cpu_count() or 1):
+                say(f"memory copy, {processes} process(es) ...")
+                figures.append(m.memory_copy(bounds, processes))
+                if processes == 1 and (os.cpu_count() or 1) == 1:
+                    break
+        if block:
+            say(f"memory, KV-shaped: {args.blocks} blocks of {block:,} B, prefix and scattered ...")
+            figures.extend(m.memory_kv(bounds, block, args.blocks))
+        if "file" in tiers:
+            tier = m.FileTier(args.path, bounds.bytes)
+            try:
+                say(f"file at {tier.directory}: sequential ({tier.how().split(':')[0]}) ...")
+                figures.append(m.file_sequential(tier, bounds))
+                if block:
+                    say("file, KV-shaped: prefix and scattered ...")
+                    figures.extend(m.file_kv(tier, bounds, block, args.blocks))
+            finally:
+                tier.remove()
+            for figure in figures:
+                if figure.slug.startswith("file"):
+                    figure.conditions.insert(0, m.filesystem(tier.directory))
+        if "gpu" in tiers:
+            why = m.gpu_skipped()
+            say(f"GPU copies skipped: {why}" if why else "GPU copies: not measured by this kb yet")
+    except (AuthoringError, OSError) as exc:
+        say(str(exc))
+        return EXIT_USAGE
+    if not figures:
+        say("nothing measured")
+        return EXIT_USAGE
+    for path in m.write_records(settings.records_path, figures, dt.date.today()):
+        print(f"wrote {path.relative_to(settings.root)}")
     return EXIT_OK
 
 

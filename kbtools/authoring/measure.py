@@ -1,0 +1,444 @@
+"""`kb measure`: this machine's own tier bandwidths, sequential and KV-shaped, written as measurement records.
+
+What is measured, each within a size and a time bound:
+
+- memory: copy bandwidth with one process and with one per core (each byte counted once: bytes copied
+  per second);
+- a file tier at a directory the user names: a sequential read of a file kb writes there, with the page
+  cache bypassed (O_DIRECT) where the filesystem allows it, else after asking the kernel to drop the
+  file's cached pages (posix_fadvise DONTNEED), and said so;
+- KV-shaped reads, for memory and for the file tier: a prefix read as one sequential run of blocks
+  against the same number of blocks fetched from scattered places, a block being the engine's block
+  tokens times the model's KV bytes per token;
+- a GPU's host-device copies, when a CUDA device and CuPy are present; otherwise one line says why not.
+
+Each figure becomes a draft measurement record (basis measured) whose conditions say the machine, the
+sizes, the repetitions and the spread, citing one source record for the run. Records are created, never
+replaced; the file kb writes to read back is removed, and kb writes nowhere else under the path given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import mmap
+import multiprocessing
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbtools import __version__
+from kbtools.atomic import create_file
+from kbtools.authoring.new import AuthoringError
+
+ALIGN = 4096  # O_DIRECT wants buffers, offsets and lengths aligned to the device's block; 4 KiB serves all
+MiB = 1 << 20
+
+
+@dataclass
+class Bounds:
+    bytes: int = 256 * MiB  # the largest buffer or file one measurement uses
+    seconds: float = 20.0  # the longest one measurement runs (repetitions stop early past it)
+    repetitions: int = 5
+
+
+@dataclass
+class Figure:
+    """One measured figure and everything a record needs to say about it."""
+
+    slug: str  # the record id's tail
+    name: str
+    metric: str
+    samples: list[float]  # bytes per second, one per repetition
+    conditions: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return min(self.samples), max(self.samples)
+
+
+def _repeat(run: Callable[[], float], bounds: Bounds, moved: int) -> list[float]:
+    """Bytes per second of each repetition of `run` (which returns the seconds it took to move `moved` bytes)."""
+    samples: list[float] = []
+    started = time.monotonic()
+    while len(samples) < bounds.repetitions and (not samples or time.monotonic() - started < bounds.seconds):
+        samples.append(moved / max(run(), 1e-9))
+    return samples
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _copy_seconds(size: int, repetitions: int) -> float:
+    src, dst = bytearray(os.urandom(min(size, MiB)) * (size // min(size, MiB))), bytearray(size)
+    dst[:] = src  # touch every page first: the first copy also faults the pages in
+    start = time.perf_counter()
+    for _ in range(repetitions):
+        dst[:] = src
+    return (time.perf_counter() - start) / repetitions
+
+
+def _worker(size: int, repetitions: int, barrier, results) -> None:
+    """One process of the all-cores copy: its own buffers, started together with the others."""
+    src, dst = bytearray(size), bytearray(size)
+    dst[:] = src
+    barrier.wait()
+    start = time.perf_counter()
+    for _ in range(repetitions):
+        dst[:] = src
+    results.put((time.perf_counter() - start) / repetitions)
+
+
+def memory_copy(bounds: Bounds, processes: int) -> Figure:
+    """Copy bandwidth with `processes` processes, each copying its share of the bound."""
+    share = max(MiB, (bounds.bytes // 2 // processes) // MiB * MiB)  # source and destination both fit the bound
+    if processes == 1:
+
+        def run() -> float:
+            return _copy_seconds(share, 3)
+
+    else:
+        context = multiprocessing.get_context("fork")
+
+        def run() -> float:
+            barrier, results = context.Barrier(processes), context.Queue()
+            workers = [context.Process(target=_worker, args=(share, 3, barrier, results)) for _ in range(processes)]
+            for worker in workers:
+                worker.start()
+            try:
+                return max(results.get(timeout=bounds.seconds * 10 + 60) for _ in workers)  # the slowest sets the pace
+            finally:
+                for worker in workers:
+                    worker.join(timeout=10)
+                    if worker.is_alive():
+                        worker.kill()
+
+    samples = _repeat(run, bounds, share * processes)
+    who = "one process" if processes == 1 else f"{processes} processes, one per core"
+    return Figure(
+        f"memory-copy-{'1' if processes == 1 else 'all'}-core",
+        f"Host memory copy bandwidth, {who}",
+        f"host memory copy bandwidth, {who} (bytes copied per second, each byte counted once)",
+        samples,
+        [
+            f"{share // MiB} MiB copied per process per pass, 3 passes per repetition",
+            "memcpy via Python bytearray slices",
+        ],
+    )
+
+
+def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
+    """A prefix of `blocks` KV blocks copied as one run, and the same blocks from scattered places."""
+    pool_bytes = max(block * blocks * 4, block * 8)
+    pool_bytes = max(block, min(pool_bytes, bounds.bytes // 2) // block * block)
+    # the scattered blocks are drawn from a pool four times the prefix, when the bound allows it
+    blocks = max(1, min(blocks, pool_bytes // block // 4 or pool_bytes // block))
+    source, out = bytearray(pool_bytes), bytearray(block * blocks)
+    source[:] = os.urandom(MiB) * (pool_bytes // MiB) + os.urandom(pool_bytes % MiB)
+    view, target = memoryview(source), memoryview(out)
+    places = random.Random(seed).sample(range(pool_bytes // block), blocks)
+
+    def sequential() -> float:
+        start = time.perf_counter()
+        target[:] = view[: block * blocks]
+        return time.perf_counter() - start
+
+    def scattered() -> float:
+        start = time.perf_counter()
+        for i, place in enumerate(places):
+            target[i * block : (i + 1) * block] = view[place * block : (place + 1) * block]
+        return time.perf_counter() - start
+
+    sequential(), scattered()  # fault every page in first
+    shape = [
+        f"{blocks} blocks of {block:,} B ({block * blocks / MiB:.1f} MiB) out of a {pool_bytes / MiB:.0f} MiB pool"
+    ]
+    return (
+        Figure(
+            "memory-kv-prefix",
+            "Host memory: a KV prefix read as one run",
+            "host memory read of a KV prefix as one sequential run of blocks",
+            _repeat(sequential, bounds, block * blocks),
+            shape,
+        ),
+        Figure(
+            "memory-kv-scattered",
+            "Host memory: the same KV blocks from scattered places",
+            "host memory read of KV blocks from scattered places (non-prefix reuse)",
+            _repeat(scattered, bounds, block * blocks),
+            shape + [f"block places drawn at random (seed {seed})"],
+        ),
+    )
+
+
+# ---------------------------------------------------------------- a file tier
+
+
+class FileTier:
+    """A file kb writes under `directory` to read back, removed afterwards."""
+
+    def __init__(self, directory: Path, size: int):
+        if not directory.is_dir():
+            raise AuthoringError(f"--path {directory} is not a directory")
+        self.directory = directory.resolve()
+        self.size = max(ALIGN, size // ALIGN * ALIGN)
+        handle, name = tempfile.mkstemp(prefix=".kb-measure-", dir=self.directory)
+        self.path = Path(name)
+        if self.path.parent != self.directory:  # mkstemp never leaves its directory; kb checks all the same
+            raise AuthoringError(f"refusing to write outside {self.directory}")
+        with os.fdopen(handle, "wb") as out:
+            chunk = os.urandom(MiB)
+            left = self.size
+            while left:
+                out.write(chunk[: min(left, MiB)])
+                left -= min(left, MiB)
+            out.flush()
+            os.fsync(out.fileno())
+        self.direct = self._direct_works()
+
+    def _direct_works(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+        except (OSError, AttributeError):
+            return False
+        try:
+            buffer = mmap.mmap(-1, ALIGN)
+            os.preadv(fd, [buffer], 0)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    def how(self) -> str:
+        if self.direct:
+            return "page cache bypassed (O_DIRECT)"
+        return (
+            "O_DIRECT refused by this filesystem: read after posix_fadvise(DONTNEED) asked the kernel to drop the "
+            "file's cached pages, which it may not do in full (the figure may be partly cached)"
+        )
+
+    def _open(self) -> int:
+        if self.direct:
+            return os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+        fd = os.open(self.path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return fd
+
+    def read_seconds(self, places: list[int], length: int) -> float:
+        """Seconds to read `length` bytes at each offset in `places`, into one aligned buffer."""
+        buffer = mmap.mmap(-1, length)
+        fd = self._open()
+        try:
+            start = time.perf_counter()
+            for offset in places:
+                got = os.preadv(fd, [buffer], offset)
+                if got != length:
+                    raise AuthoringError(f"short read of {self.path.name} at {offset}: {got} of {length} bytes")
+            return time.perf_counter() - start
+        finally:
+            os.close(fd)
+            buffer.close()
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def file_sequential(tier: FileTier, bounds: Bounds) -> Figure:
+    chunk = 4 * MiB if tier.size >= 4 * MiB else tier.size
+    places = list(range(0, tier.size - chunk + 1, chunk))
+    samples = _repeat(lambda: tier.read_seconds(places, chunk), bounds, chunk * len(places))
+    return Figure(
+        "file-sequential",
+        f"Sequential file read at {tier.directory}",
+        f"sequential read of one file at {tier.directory}",
+        samples,
+        [f"{tier.size / MiB:.0f} MiB file read in {chunk // MiB or 1} MiB requests", tier.how()],
+    )
+
+
+def file_kv(tier: FileTier, bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
+    block = max(ALIGN, block // ALIGN * ALIGN)
+    count = max(1, min(blocks, tier.size // block // 4 or tier.size // block))  # scattered over 4x the prefix
+    prefix = [i * block for i in range(count)]
+    scattered = [p * block for p in random.Random(seed).sample(range(tier.size // block), count)]
+    shape = [
+        f"{count} blocks of {block:,} B ({block * count / MiB:.1f} MiB) in a {tier.size / MiB:.0f} MiB file",
+        tier.how(),
+    ]
+    return (
+        Figure(
+            "file-kv-prefix",
+            f"File at {tier.directory}: a KV prefix read as one run",
+            f"file read of a KV prefix as one sequential run of blocks at {tier.directory}",
+            _repeat(lambda: tier.read_seconds(prefix, block), bounds, block * count),
+            shape,
+        ),
+        Figure(
+            "file-kv-scattered",
+            f"File at {tier.directory}: the same KV blocks from scattered places",
+            f"file read of KV blocks from scattered places (non-prefix reuse) at {tier.directory}",
+            _repeat(lambda: tier.read_seconds(scattered, block), bounds, block * count),
+            shape + [f"block places drawn at random (seed {seed})"],
+        ),
+    )
+
+
+# ---------------------------------------------------------------- a GPU
+
+
+def gpu_skipped() -> str | None:
+    """Why the GPU copies are not measured here, or None when they can be."""
+    try:
+        import cupy  # noqa: F401  (the optional GPU array library)
+    except ImportError:
+        return "no GPU array library (install CuPy for the host-device copies)"
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # CuPy without a driver raises its own kinds
+        return f"no usable CUDA device ({type(exc).__name__})"
+    return None
+
+
+# ---------------------------------------------------------------- the machine, and the records
+
+
+def machine() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read("/proc/cpuinfo").splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    memory = next((line.split()[1] for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), "")
+    parts = [f"CPU {cpu}, {os.cpu_count()} cores"]
+    if memory.isdigit():
+        parts.append(f"{int(memory) / (1 << 20):.1f} GiB of memory")
+    parts.append(f"Linux {platform.release()}" if sys.platform == "linux" else platform.platform())
+    return parts
+
+
+def filesystem(directory: Path) -> str:
+    best, device, kind = "", "unknown device", "unknown filesystem"
+    for line in _read("/proc/self/mounts").splitlines():
+        fields = line.split()
+        if (
+            len(fields) >= 3
+            and (str(directory) + "/").startswith(fields[1].rstrip("/") + "/")
+            and len(fields[1]) >= len(best)
+        ):
+            best, device, kind = fields[1], fields[0], fields[2]
+    return f"{kind} on {device} (mounted at {best or '?'})"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _gbps(value: float) -> str:
+    return f"{value / 1e9:.3g} GB/s"
+
+
+def record_text(figure: Figure, record_id: str, source_id: str, common: list[str], today: dt.date) -> str:
+    low, high = figure.spread
+    conditions = "; ".join(
+        [
+            *common,
+            *figure.conditions,
+            f"{len(figure.samples)} repetitions, median {_gbps(figure.median)}, from {_gbps(low)} to {_gbps(high)}",
+            f"kb {__version__}, {today.isoformat()}",
+        ]
+    )
+    quoted = conditions.replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        "---\n"
+        f"id: {record_id}\n"
+        "type: measurement\n"
+        f'name: "{figure.name} ({today.isoformat()})"\n'
+        "status: draft\n"
+        "confidence: 0.6\n"
+        f"updated: {today.isoformat()}\n"
+        f"sources: [{source_id}]\n"
+        "basis: measured\n"
+        f'metric: "{figure.metric}"\n'
+        "value:\n"
+        f"  value: {figure.median / 1e9:.4g} GB/s\n"
+        f"  source: {source_id}\n"
+        f'conditions: "{quoted}"\n'
+        "measured_by: local\n"
+        f"published: {today.isoformat()}\n"
+        "---\n"
+        f"Measured on this machine by `kb measure`: the median of {len(figure.samples)} repetitions,\n"
+        f"{{{{ value }}}}. The conditions say the machine, the sizes and the spread. Cited by the run's\n"
+        f"source, [[{source_id}]].\n"
+    )
+
+
+def source_text(source_id: str, common: list[str], today: dt.date, records: list[str]) -> str:
+    return (
+        "---\n"
+        f"id: {source_id}\n"
+        "type: source\n"
+        f'name: "kb measure run on {platform.node() or "this machine"}, {today.isoformat()}"\n'
+        "status: draft\n"
+        "confidence: 0.6\n"
+        f"updated: {today.isoformat()}\n"
+        "kind: measurement-run\n"
+        "origin: independent\n"
+        f"publisher: kb measure on {platform.node() or 'this machine'}\n"
+        f'no_url: "a measurement made on this machine by kb measure {__version__}; its conditions are in each record"\n'
+        f'notes: "{"; ".join(common)}"\n'
+        "---\n"
+        "The run of `kb measure` that these measurement records cite: "
+        + ", ".join(f"[[measurements/{r}]]" for r in records)
+        + ".\n"
+    )
+
+
+def write_records(records_path: Path, figures: list[Figure], today: dt.date) -> list[Path]:
+    """The run's source and one record per figure, each created (never replacing a file)."""
+    host = "".join(c if c.isalnum() else "-" for c in (platform.node() or "host").lower()).strip("-") or "host"
+    stamp = today.strftime("%Y%m%d")
+    common = machine()
+    source_id = _free(records_path / "sources", f"kb-measure-{host}-{stamp}")
+    written, ids = [], []
+    for figure in figures:
+        record_id = _free(records_path / "measurements", f"{host}-{figure.slug}-{stamp}")
+        text = record_text(figure, record_id, source_id, common, today)
+        written.append(_create(records_path / "measurements" / f"{record_id}.md", text))
+        ids.append(record_id)
+    # the source last, linking every record it stands for (so none is an orphan)
+    written.insert(0, _create(records_path / "sources" / f"{source_id}.md", source_text(source_id, common, today, ids)))
+    return written
+
+
+def _free(directory: Path, base: str) -> str:
+    candidate, n = base, 1
+    while (directory / f"{candidate}.md").exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _create(path: Path, text: str) -> Path:
+    create_file(path, text)  # FileExistsError if another writer made it meanwhile: never replaced
+    return path
