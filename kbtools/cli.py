@@ -159,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
         "--max-seconds", type=float, default=20.0, help="the longest one measurement runs (default: 20)"
     )
     measure.add_argument("--repetitions", type=int, default=5, help="repetitions per figure (default: 5)")
+    measure.add_argument("--tier", metavar="DIR/ID", help="the storage tier --path is on: the file figures link to it")
+    measure.add_argument(
+        "--memory-tier", metavar="DIR/ID", help="the storage tier host memory is: its records link to it"
+    )
     measure.add_argument("--out", type=Path, help="where the measurement records go (default: records/measurements)")
     measure.set_defaults(handler=run_measure)
 
@@ -277,77 +281,29 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_measure(args: argparse.Namespace, settings: Settings) -> int:
-    import datetime as dt
-
-    from kbtools.authoring import measure as m
+    from kbtools.authoring.measure import Bounds, Request, measure
     from kbtools.authoring.new import AuthoringError
 
     def say(text: str) -> None:
         print(f"kb measure: {text}", file=sys.stderr, flush=True)
 
-    out = (args.out or settings.records_path / "measurements").absolute()
-    if out.parent.resolve() != settings.records_path.resolve() or out.name != "measurements":
-        say(f"--out {out} is not the measurements directory of {settings.records_path}; records live there")
-        return EXIT_USAGE
-    if min(args.max_bytes, args.repetitions, args.block_tokens, args.blocks) < 1 or args.max_seconds <= 0:
-        say("--max-bytes, --max-seconds, --repetitions, --block-tokens and --blocks must be positive")
-        return EXIT_USAGE
-    unknown = sorted(set(args.tiers) - {"memory", "file", "kv", "gpu"})
-    if unknown:
-        say(f"no tier {', '.join(unknown)} (known: memory, file, kv, gpu)")
-        return EXIT_USAGE
-    tiers = set(args.tiers or ["memory", "kv", "gpu"] + (["file"] if args.path else []))
-    if "file" in tiers and args.path is None:
-        say("the file tier needs --path DIR: a directory on the tier, where kb may write one file and remove it")
-        return EXIT_USAGE
-    bounds = m.Bounds(args.max_bytes, args.max_seconds, args.repetitions)
-    block = None
-    if "kv" in tiers:
-        if not args.kv_model:
-            say("KV-shaped reads need --kv-model DIR/ID (the model whose KV bytes per token size a block); skipped")
-        else:
-            from kbtools.check.pipeline import check_corpus
-
-            corpus = check_corpus(settings, use_cache=True, complete=True)
-            per_token = corpus.values(args.kv_model).fields.get("kv_bytes_per_token")
-            if per_token is None or per_token.quantity is None:
-                say(f"no kv_bytes_per_token for '{args.kv_model}' (is it a model record that kb check computes?)")
-                return EXIT_USAGE
-            block = int(per_token.quantity.to("B/token").magnitude * args.block_tokens)
-    figures = []
+    request = Request(
+        tiers=set(args.tiers),
+        path=args.path,
+        kv_model=args.kv_model,
+        block_tokens=args.block_tokens,
+        blocks=args.blocks,
+        bounds=Bounds(args.max_bytes, args.max_seconds, args.repetitions),
+        out=args.out.absolute() if args.out else None,
+        file_tier=args.tier,
+        memory_tier=args.memory_tier,
+    )
     try:
-        if "memory" in tiers:
-            for processes in (1, os.cpu_count() or 1):
-                say(f"memory copy, {processes} process(es) ...")
-                figures.append(m.memory_copy(bounds, processes))
-                if processes == 1 and (os.cpu_count() or 1) == 1:
-                    break
-        if block:
-            say(f"memory, KV-shaped: {args.blocks} blocks of {block:,} B, prefix and scattered ...")
-            figures.extend(m.memory_kv(bounds, block, args.blocks))
-        if "file" in tiers:
-            tier = m.FileTier(args.path, bounds.bytes)
-            try:
-                say(f"file at {tier.directory}: sequential ({tier.how().split(':')[0]}) ...")
-                figures.append(m.file_sequential(tier, bounds))
-                if block:
-                    say("file, KV-shaped: prefix and scattered ...")
-                    figures.extend(m.file_kv(tier, bounds, block, args.blocks))
-            finally:
-                tier.remove()
-            for figure in figures:
-                if figure.slug.startswith("file"):
-                    figure.conditions.insert(0, m.filesystem(tier.directory))
-        if "gpu" in tiers:
-            why = m.gpu_skipped()
-            say(f"GPU copies skipped: {why}" if why else "GPU copies: not measured by this kb yet")
+        written = measure(settings, request, say)
     except (AuthoringError, OSError) as exc:
         say(str(exc))
         return EXIT_USAGE
-    if not figures:
-        say("nothing measured")
-        return EXIT_USAGE
-    for path in m.write_records(settings.records_path, figures, dt.date.today()):
+    for path in written:
         print(f"wrote {path.relative_to(settings.root)}")
     return EXIT_OK
 

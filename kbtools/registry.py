@@ -327,6 +327,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
 ROLES = {
     "source": "the documents records cite: KB307 (cited by nothing), KB310 (one document twice), kb new --source",
     "parameter": "hardware parameters: param() in formulas, KB510/KB511, parameter charts; reads carried_by and dimension",
+    "measurement": "what kb measure writes: metric, value, conditions, measured_by, published, and the tiers it names",
 }
 CHART_KINDS = {"roofline": ("bandwidth", "peaks")}  # chart kind -> the keys naming fields
 

@@ -93,3 +93,15 @@ def test_refusals_write_nothing(measured, args, message):
     run = kb(root, "measure", *args)
     assert run.returncode == 2 and message in run.stderr, run.stderr
     assert sorted((root / "records").rglob("*.md")) == before
+
+
+def test_figures_link_the_storage_tier_they_measure(measured):
+    """--tier names the tier --path is on: the file figures link it, so its page lists them (backlinks)."""
+    root, tier, _ = measured
+    run = kb(root, "measure", "file", "--path", str(tier), "--tier", "storage-tiers/local-nvme-gen5", *SMALL)
+    assert run.returncode == 0, run.stderr
+    written = re.findall(r"^wrote (records/measurements/\S+)$", run.stdout, re.M)
+    assert written and all("storage_tiers: [local-nvme-gen5]" in (root / w).read_text() for w in written)
+    assert kb(root, "check", "--strict").returncode == 0
+    wrong = kb(root, "measure", "file", "--path", str(tier), "--tier", "models/llama-3-1-8b", *SMALL)
+    assert wrong.returncode == 2 and "no storage tier 'models/llama-3-1-8b'" in wrong.stderr

@@ -57,7 +57,7 @@ class Figure:
     metric: str
     samples: list[float]  # bytes per second, one per repetition
     conditions: list[str] = field(default_factory=list)
-    note: str = ""
+    tier: str | None = None  # the storage tier's id the figure is of, when the user named it
 
     @property
     def median(self) -> float:
@@ -358,22 +358,25 @@ def _gbps(value: float) -> str:
     return f"{value / 1e9:.3g} GB/s"
 
 
-def record_text(figure: Figure, record_id: str, source_id: str, common: list[str], today: dt.date) -> str:
+def record_text(
+    figure: Figure, type_name: str, record_id: str, source_id: str, common: list[str], now: dt.datetime
+) -> str:
+    today, when = now.date(), f"{now:%Y-%m-%d %H:%M:%S} UTC"  # the time tells two runs of one day apart
     low, high = figure.spread
     conditions = "; ".join(
         [
             *common,
             *figure.conditions,
             f"{len(figure.samples)} repetitions, median {_gbps(figure.median)}, from {_gbps(low)} to {_gbps(high)}",
-            f"kb {__version__}, {today.isoformat()}",
+            f"kb {__version__}, {when}",
         ]
     )
     quoted = conditions.replace("\\", "\\\\").replace('"', '\\"')
     return (
         "---\n"
         f"id: {record_id}\n"
-        "type: measurement\n"
-        f'name: "{figure.name} ({today.isoformat()})"\n'
+        f"type: {type_name}\n"
+        f'name: "{figure.name} ({when})"\n'
         "status: draft\n"
         "confidence: 0.6\n"
         f"updated: {today.isoformat()}\n"
@@ -385,20 +388,20 @@ def record_text(figure: Figure, record_id: str, source_id: str, common: list[str
         f"  source: {source_id}\n"
         f'conditions: "{quoted}"\n'
         "measured_by: local\n"
-        f"published: {today.isoformat()}\n"
-        "---\n"
+        f"published: {today.isoformat()}\n" + (f"storage_tiers: [{figure.tier}]\n" if figure.tier else "") + "---\n"
         f"Measured on this machine by `kb measure`: the median of {len(figure.samples)} repetitions,\n"
         f"{{{{ value }}}}. The conditions say the machine, the sizes and the spread. Cited by the run's\n"
         f"source, [[{source_id}]].\n"
     )
 
 
-def source_text(source_id: str, common: list[str], today: dt.date, records: list[str]) -> str:
+def source_text(type_name: str, source_id: str, common: list[str], now: dt.datetime, records: list[str]) -> str:
+    today, when = now.date(), f"{now:%Y-%m-%d %H:%M:%S} UTC"
     return (
         "---\n"
         f"id: {source_id}\n"
-        "type: source\n"
-        f'name: "kb measure run on {platform.node() or "this machine"}, {today.isoformat()}"\n'
+        f"type: {type_name}\n"
+        f'name: "kb measure run on {platform.node() or "this machine"}, {when}"\n'
         "status: draft\n"
         "confidence: 0.6\n"
         f"updated: {today.isoformat()}\n"
@@ -408,27 +411,40 @@ def source_text(source_id: str, common: list[str], today: dt.date, records: list
         f'no_url: "a measurement made on this machine by kb measure {__version__}; its conditions are in each record"\n'
         f'notes: "{"; ".join(common)}"\n'
         "---\n"
-        "The run of `kb measure` that these measurement records cite: "
-        + ", ".join(f"[[measurements/{r}]]" for r in records)
-        + ".\n"
+        "The run of `kb measure` that these measurement records cite: " + ", ".join(f"[[{r}]]" for r in records) + ".\n"
     )
 
 
-def write_records(records_path: Path, figures: list[Figure], today: dt.date) -> list[Path]:
-    """The run's source and one record per figure, each created (never replacing a file)."""
+def write_records(settings, figures: list[Figure], now: dt.datetime) -> list[Path]:
+    """The run's source and one record per figure, each created (never replacing a file). The types are
+    the ones playing the measurement and source roles (x-kb-role)."""
+    measurement, source = (_role(settings, role) for role in ("measurement", "source"))
     host = "".join(c if c.isalnum() else "-" for c in (platform.node() or "host").lower()).strip("-") or "host"
-    stamp = today.strftime("%Y%m%d")
+    stamp = now.strftime("%Y%m%d")
     common = machine()
-    source_id = _free(records_path / "sources", f"kb-measure-{host}-{stamp}")
-    written, ids = [], []
+    sources, measurements = settings.records_path / source.dir, settings.records_path / measurement.dir
+    source_id = _free(sources, f"kb-measure-{host}-{stamp}")
+    written, keys = [], []
     for figure in figures:
-        record_id = _free(records_path / "measurements", f"{host}-{figure.slug}-{stamp}")
-        text = record_text(figure, record_id, source_id, common, today)
-        written.append(_create(records_path / "measurements" / f"{record_id}.md", text))
-        ids.append(record_id)
+        record_id = _free(measurements, f"{host}-{figure.slug}-{stamp}")
+        text = record_text(figure, measurement.name, record_id, source_id, common, now)
+        written.append(_create(measurements / f"{record_id}.md", text))
+        keys.append(f"{measurement.dir}/{record_id}")
     # the source last, linking every record it stands for (so none is an orphan)
-    written.insert(0, _create(records_path / "sources" / f"{source_id}.md", source_text(source_id, common, today, ids)))
+    text = source_text(source.name, source_id, common, now, keys)
+    written.insert(0, _create(sources / f"{source_id}.md", text))
     return written
+
+
+def _role(settings, role: str):
+    from kbtools.registry import load_registry
+
+    found = load_registry(settings.schema_path, settings.root).with_role(role)
+    if found is None:
+        raise AuthoringError(
+            f"no record type plays the {role} role (x-kb-role: {role} in a schema); kb measure writes one"
+        )
+    return found
 
 
 def _free(directory: Path, base: str) -> str:
@@ -442,3 +458,112 @@ def _free(directory: Path, base: str) -> str:
 def _create(path: Path, text: str) -> Path:
     create_file(path, text)  # FileExistsError if another writer made it meanwhile: never replaced
     return path
+
+
+# ---------------------------------------------------------------- a run
+
+
+TIERS = ("memory", "file", "kv", "gpu")
+
+
+@dataclass
+class Request:
+    tiers: set[str]  # empty: every one that applies
+    path: Path | None
+    kv_model: str | None
+    block_tokens: int
+    blocks: int
+    bounds: Bounds
+    out: Path | None  # None: the measurement type's directory
+    file_tier: str | None = None
+    memory_tier: str | None = None
+
+
+def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path]:
+    """Measure what the request asks, write the records, return their paths (AuthoringError on a refusal)."""
+    directory = _role(settings, "measurement").dir
+    out = request.out or settings.records_path / directory
+    if out.parent.resolve() != settings.records_path.resolve() or out.name != directory:
+        raise AuthoringError(
+            f"--out {out} is not the measurements directory of {settings.records_path}; records live there"
+        )
+    bounds = request.bounds
+    if min(bounds.bytes, bounds.repetitions, request.block_tokens, request.blocks) < 1 or bounds.seconds <= 0:
+        raise AuthoringError("--max-bytes, --max-seconds, --repetitions, --block-tokens and --blocks must be positive")
+    unknown = sorted(request.tiers - set(TIERS))
+    if unknown:
+        raise AuthoringError(f"no tier {', '.join(unknown)} (known: {', '.join(TIERS)})")
+    tiers = request.tiers or {"memory", "kv", "gpu"} | ({"file"} if request.path else set())
+    if "file" in tiers and request.path is None:
+        raise AuthoringError(
+            "the file tier needs --path DIR: a directory on the tier, where kb may write one file and remove it"
+        )
+    block, file_tier, memory_tier = None, None, None
+    wanted = "kv" in tiers and request.kv_model
+    if wanted or request.file_tier or request.memory_tier:
+        from kbtools.check.links import Index
+        from kbtools.check.pipeline import check_corpus
+
+        corpus = check_corpus(settings, use_cache=True, complete=True)
+        index = Index(corpus)
+        file_tier, memory_tier = (_tier(corpus, index, t) for t in (request.file_tier, request.memory_tier))
+        if wanted:
+            per_token = corpus.values(str(request.kv_model)).fields.get("kv_bytes_per_token")
+            if per_token is None or per_token.quantity is None:
+                raise AuthoringError(
+                    f"no kv_bytes_per_token for '{request.kv_model}' (is it a model record that kb check computes?)"
+                )
+            block = int(per_token.quantity.to("B/token").magnitude * request.block_tokens)
+    elif "kv" in tiers:
+        say("KV-shaped reads need --kv-model DIR/ID (the model whose KV bytes per token size a block); skipped")
+    figures: list[Figure] = []
+    if "memory" in tiers:
+        for processes in sorted({1, os.cpu_count() or 1}):
+            say(f"memory copy, {processes} process{'es' if processes > 1 else ''} ...")
+            figures.append(memory_copy(bounds, processes))
+    if block:
+        say(f"memory, KV-shaped: up to {request.blocks} blocks of {block:,} B, prefix and scattered ...")
+        figures.extend(memory_kv(bounds, block, request.blocks))
+    for figure in figures:
+        figure.tier = memory_tier
+    if "file" in tiers and request.path is not None:
+        tier = FileTier(request.path, bounds.bytes)
+        on_file: list[Figure] = []
+        try:
+            say(
+                f"file at {tier.directory}: sequential read, {'O_DIRECT' if tier.direct else 'after posix_fadvise'} ..."
+            )
+            on_file.append(file_sequential(tier, bounds))
+            if block:
+                say("file, KV-shaped: prefix and scattered ...")
+                on_file.extend(file_kv(tier, bounds, block, request.blocks))
+        finally:
+            tier.remove()
+        for figure in on_file:
+            figure.conditions.insert(0, filesystem(tier.directory))
+            figure.tier = file_tier
+        figures += on_file
+    if "gpu" in tiers:
+        why = gpu_skipped()
+        say(
+            f"GPU copies skipped: {why}"
+            if why
+            else "GPU copies: a device is present, but this kb does not measure it yet"
+        )
+    if not figures:
+        raise AuthoringError("nothing measured")
+    return write_records(settings, figures, dt.datetime.now(dt.UTC))
+
+
+def _tier(corpus, index, name: str | None) -> str | None:
+    """The id of the storage tier `name` names: a record of the type the measurement type's storage_tiers
+    field refers to."""
+    if not name:
+        return None
+    measurement = corpus.registry.with_role("measurement")
+    plan = measurement.plan.properties.get("storage_tiers") if measurement else None
+    wanted = plan.items.ref_types if plan is not None and plan.items is not None else ()
+    record, _ = index.resolve(name)
+    if record is None or record.type not in wanted:
+        raise AuthoringError(f"no storage tier '{name}' (a record of type {' or '.join(wanted) or '?'})")
+    return record.id
