@@ -320,7 +320,13 @@ def commit() -> str:
     here = Path(__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True)
+        # the run rewrites BENCHMARKS.md as it goes: that is its output, not a change to what it measures
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md"],
+            cwd=here.parent,
+            capture_output=True,
+            text=True,
+        )
     except OSError:
         return "(unknown)"
     return f"{head.stdout.strip() or '(unknown)'}{' with local changes' if dirty.stdout.strip() else ''}"
