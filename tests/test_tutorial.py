@@ -55,8 +55,8 @@ def test_add_a_record_type(kb):
     path = kb.root / "records/facilities/acme-hall-1.md"
     path.write_text(
         path.read_text()
-        .replace('accelerator: "TODO"  # fill in', "accelerator: nvidia-h200-sxm")
-        .replace("power_capacity: 0  # a quantity in MW", "power_capacity: 12 MW")
+        .replace('accelerator: "TODO"  # the id of an accelerator record', "accelerator: nvidia-h200-sxm")
+        .replace('power_capacity: "1 MW"  # a quantity in MW: fill in', "power_capacity: 12 MW")
     )
     result = kb.check()
     assert [l for l in result.lines if " error " in l] == [], result.out
