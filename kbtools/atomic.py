@@ -85,17 +85,29 @@ def replace_file(path: Path, text: str, expected: bytes | None = None) -> None:
                 )
 
 
-def create_file(path: Path, text: str) -> None:
-    """Write `path` whole, only if it does not exist yet (FileExistsError otherwise, even in a race)."""
+def temporary_beside(path: Path, text: str, like: os.stat_result | None = None) -> Path:
+    """A hidden temporary next to `path` holding `text`, synced, with the mode of `like` (else a new
+    file's): what becomes `path` in one rename or link. The caller removes it if it never does."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
+    tmp = Path(name)
     try:
-        _take_mode(Path(name), None)
-        _write_synced(Path(name), text)
-        os.link(name, path)  # fails if the target exists: two writers can never both create it
+        _take_mode(tmp, like)
+        _write_synced(tmp, text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def create_file(path: Path, text: str) -> None:
+    """Write `path` whole, only if it does not exist yet (FileExistsError otherwise, even in a race)."""
+    tmp = temporary_beside(path, text)
+    try:
+        os.link(tmp, path)  # fails if the target exists: two writers can never both create it
     finally:
-        os.unlink(name)
+        tmp.unlink()
 
 
 _TEMP = re.compile(r"^\..+\.md\.[A-Za-z0-9_]{8}$")  # what mkstemp above names a staged record

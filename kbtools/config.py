@@ -74,22 +74,13 @@ def _read(root: Path) -> tuple[str, Any, _Locator, str] | Diagnostic | None:
     return rel, table, _Locator(text, prefix), ".".join(prefix) or "kb.toml"
 
 
-def unknown_codes(root: Path, known: set[str]) -> list[Diagnostic]:
+def unknown_codes(settings, known: set[str]) -> list[Diagnostic]:
     """A severity given for a code neither kb nor the schemas' constraints have (known once the schemas
-    are read, so checked by the pipeline, not when the settings are)."""
-    read = _read(root)
-    if not isinstance(read, tuple) or not isinstance(read[1], dict):
-        return []
-    rel, table, locate, _ = read
-    severity = table.get("severity")
-    if not isinstance(severity, dict):
-        return []
+    are read, so checked by the pipeline from where load_config found each code, not read again)."""
     return [
-        Diagnostic.make(
-            "KB120", rel, *locate(("severity", code)), f"no code {code} in kb or the schemas (docs/diagnostics.md)"
-        )
-        for code in severity
-        if isinstance(code, str) and CODE.match(code) and code not in known
+        Diagnostic.make("KB120", rel, line, column, f"no code {code} in kb or the schemas (docs/diagnostics.md)")
+        for code, rel, line, column in settings.severity_at
+        if code not in known
     ]
 
 
@@ -133,6 +124,7 @@ def load_config(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
                 problem((key,), f"severity must be a table of codes ([{shown}.severity])")
                 continue
             chosen: dict[str, str] = {}
+            where: list[tuple[str, str, int, int]] = []  # code -> where it stands, for unknown_codes
             for code, severity in value.items():
                 if not CODE.match(code):
                     problem((key, code), f"'{code}' is not a diagnostic code (KB followed by three digits)")
@@ -142,7 +134,9 @@ def load_config(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
                     problem((key, code), f"{code}: severity must be one of {', '.join(SEVERITIES)}, not {severity!r}")
                 else:
                     chosen[code] = severity
+                    where.append((code, rel, *locate((key, code))))
             settings["severity"] = tuple(sorted(chosen.items()))
+            settings["severity_at"] = tuple(where)
     return settings, problems
 
 

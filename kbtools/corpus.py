@@ -42,6 +42,7 @@ class Settings(BaseModel):
     title: str = "Knowledge base"  # the site's name
     tolerance: float = 0.01  # how far a stated figure may be from its recomputed one where a formula says nothing
     severity: tuple[tuple[str, str], ...] = ()  # code -> "error" | "warning" | "off", from the configuration
+    severity_at: tuple[tuple[str, str, int, int], ...] = ()  # each configured code: (code, file, line, column)
     config_problems: tuple[Diagnostic, ...] = ()  # what is wrong with the configuration file (KB120)
 
     @property

@@ -125,14 +125,7 @@ def plan_files(types: str, title: str, source: KbSource, today: dt.date | None =
 def _drafts(schemas: Path, today: dt.date) -> dict[str, str]:
     """A draft of every type, each citing the example source and naming the other drafts where its schema
     wants a record (so every reference resolves and every draft is linked)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as scratch:  # the registry reads schema files from a directory
-        folder = Path(scratch) / "schema"
-        folder.mkdir()
-        for path in schemas.glob("*.schema.json"):
-            (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-        registry = load_registry(folder, Path(scratch))
+    registry = load_registry(schemas, schemas.parent)
     examples = {name: f"example-{t.dir.rstrip('s')}" for name, t in registry.types.items()}
     source_type = next((n for n, t in registry.types.items() if registry.has_role(n, "source")), None)
     if source_type is None:

@@ -415,10 +415,10 @@ def source_text(type_name: str, source_id: str, common: list[str], now: dt.datet
     )
 
 
-def write_records(settings, figures: list[Figure], now: dt.datetime) -> list[Path]:
+def write_records(settings, registry, figures: list[Figure], now: dt.datetime) -> list[Path]:
     """The run's source and one record per figure, each created (never replacing a file). The types are
     the ones playing the measurement and source roles (x-kb-role)."""
-    measurement, source = (_role(settings, role) for role in ("measurement", "source"))
+    measurement, source = (_role(registry, role) for role in ("measurement", "source"))
     host = "".join(c if c.isalnum() else "-" for c in (platform.node() or "host").lower()).strip("-") or "host"
     stamp = now.strftime("%Y%m%d")
     common = machine()
@@ -436,10 +436,8 @@ def write_records(settings, figures: list[Figure], now: dt.datetime) -> list[Pat
     return written
 
 
-def _role(settings, role: str):
-    from kbtools.registry import load_registry
-
-    found = load_registry(settings.schema_path, settings.root).with_role(role)
+def _role(registry, role: str):
+    found = registry.with_role(role)
     if found is None:
         raise AuthoringError(
             f"no record type plays the {role} role (x-kb-role: {role} in a schema); kb measure writes one"
@@ -481,7 +479,10 @@ class Request:
 
 def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path]:
     """Measure what the request asks, write the records, return their paths (AuthoringError on a refusal)."""
-    directory = _role(settings, "measurement").dir
+    from kbtools.registry import load_registry
+
+    registry = load_registry(settings.schema_path, settings.root)  # the one read of the schemas this run
+    directory = _role(registry, "measurement").dir
     out = request.out or settings.records_path / directory
     if out.parent.resolve() != settings.records_path.resolve() or out.name != directory:
         raise AuthoringError(
@@ -552,7 +553,7 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path
         )
     if not figures:
         raise AuthoringError("nothing measured")
-    return write_records(settings, figures, dt.datetime.now(dt.UTC))
+    return write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
 
 
 def _tier(corpus, index, name: str | None) -> str | None:

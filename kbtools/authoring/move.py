@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, writers_lock
+from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, replace_file, temporary_beside, writers_lock
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
 from kbtools.check.links import QUALIFIED, Index, iter_references
@@ -254,8 +254,7 @@ def _commit(root: Path, writes: list[tuple[str, str]], remove: str) -> None:
     try:
         for rel, text in writes:
             target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = _write_temporary(target, text)
+            tmp = temporary_beside(target, text, os.stat(target) if target.exists() else None)
             staged.append((tmp.relative_to(root).as_posix(), rel))
         journal = root / JOURNAL
         journal.parent.mkdir(parents=True, exist_ok=True)
@@ -269,28 +268,10 @@ def _commit(root: Path, writes: list[tuple[str, str]], remove: str) -> None:
     _replay(root, journal)
 
 
-def _write_temporary(target: Path, text: str) -> Path:
-    import tempfile
-
-    from kbtools.atomic import _take_mode
-
-    like = os.stat(target) if target.exists() else None
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    _take_mode(Path(name), like)
-    return Path(name)
-
-
 def _write_journal(journal: Path, body: dict) -> None:
-    tmp = journal.with_name(journal.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        json.dump(body, out)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, journal)  # the commit point: from here on the move is finished, now or by the next kb
+    replace_file(
+        journal, json.dumps(body)
+    )  # the commit point: from here on the move is finished, now or by the next kb
     _sync_directory(journal.parent)
 
 

@@ -41,7 +41,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     # the configuration's severities apply to what is reported and to what blocks a build, never to what
     # the cache keeps: changing a severity needs no recheck
     known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
-    problems = [*settings.config_problems, *unknown_codes(settings.root, known)]
+    problems = [*settings.config_problems, *unknown_codes(settings, known)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     return replace(corpus, diagnostics=tuple(diagnostics))
 

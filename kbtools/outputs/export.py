@@ -64,11 +64,11 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ranges(corpus: Corpus) -> list[tuple]:
+def _ranges(views: dict[str, dict[str, dict[str, Any]]]) -> list[tuple]:
     """One row per figure that competing values make a range: (key, value, row, low, high, unit, over)."""
     found = []
-    for key in sorted(corpus.records):
-        for name, view in record_values(corpus, key).items():
+    for key, values in sorted(views.items()):
+        for name, view in values.items():
             for row, item in view["rows"].items() if "rows" in view else [(None, view)]:
                 if item.get("range"):
                     r = item["range"]
@@ -78,13 +78,13 @@ def _ranges(corpus: Corpus) -> list[tuple]:
     return found
 
 
-def _costs(corpus: Corpus) -> list[tuple]:
+def _costs(corpus: Corpus, views: dict[str, dict[str, dict[str, Any]]]) -> list[tuple]:
     """(key, cost, row, value, unit, basis, formula): row is None for a single figure, the for_each entry
     (a record's key) for a row of a table."""
     found = []
     for key in sorted(corpus.records):
         costs = corpus.values(key).costs
-        for name, view in record_values(corpus, key).items():
+        for name, view in views[key].items():
             if name not in costs:
                 continue
             if "rows" in view:
@@ -194,6 +194,8 @@ def _column(name: str) -> str:
 
 
 def write_sqlite(corpus: Corpus, path: Path) -> None:
+    views = {key: record_values(corpus, key) for key in corpus.records}  # once: the tables, costs and ranges
+
     def write(tmp: Path) -> None:
         tmp.unlink(missing_ok=True)
         db = sqlite3.connect(tmp)
@@ -215,7 +217,7 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                     f"CREATE TABLE {_column(type_name)} ({', '.join(f'{_column(c)} {t}' for c, t in columns.items())})"
                 )
                 for key, record in mine:
-                    values = record_values(corpus, key)
+                    values = views[key]
                     row: dict[str, Any] = {"key": key}
                     for field in fields:
                         if field in quantity_fields and field in values and "value" in values[field]:
@@ -237,14 +239,14 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
             db.execute(
                 "CREATE TABLE costs (key TEXT, cost TEXT, row TEXT, value REAL, unit TEXT, basis TEXT, formula TEXT)"
             )
-            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?)", _costs(corpus))
+            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?)", _costs(corpus, views))
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
             # a figure resting on competing values is a range; the per-type tables hold the preferred figure
             db.execute(
                 "CREATE TABLE ranges (key TEXT, value TEXT, row TEXT, low REAL, high REAL, unit TEXT, over TEXT)"
             )
-            db.executemany("INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)", _ranges(corpus))
+            db.executemany("INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)", _ranges(views))
             db.execute(
                 "CREATE TABLE diagnostics (code TEXT, severity TEXT, path TEXT, line INTEGER, column INTEGER, message TEXT)"
             )

@@ -34,15 +34,6 @@ class Theme:
                         chosen[path.relative_to(folder).as_posix()] = path
         return chosen
 
-    def overrides(self) -> list[str]:
-        """The repository's files that replace or add to the packaged theme, as site-relative names."""
-        return sorted(
-            f"{part}/{name}"
-            for part in PARTS
-            for name, path in self.files(part).items()
-            if not path.is_relative_to(PACKAGED)
-        )
-
     def loader(self) -> BaseLoader:
         return ChoiceLoader([FileSystemLoader(str(layer / "templates")) for layer in self.layers])
 
