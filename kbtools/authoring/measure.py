@@ -80,8 +80,16 @@ def _repeat(run: Callable[[], float], bounds: Bounds, moved: int) -> list[float]
 # ---------------------------------------------------------------- memory
 
 
+def _filled(size: int) -> bytearray:
+    """`size` bytes of data, every page written: a zeroed buffer's pages may all map the kernel's one zero
+    page, and copying from it reads the same cached page over and over, not memory."""
+    buffer = bytearray(os.urandom(MiB)) * (size // MiB + 1)  # one allocation, filled as it is made
+    del buffer[size:]
+    return buffer
+
+
 def _copy_seconds(size: int, repetitions: int) -> float:
-    src, dst = bytearray(os.urandom(min(size, MiB)) * (size // min(size, MiB))), bytearray(size)
+    src, dst = _filled(size), bytearray(size)
     dst[:] = src  # touch every page first: the first copy also faults the pages in
     start = time.perf_counter()
     for _ in range(repetitions):
@@ -91,7 +99,7 @@ def _copy_seconds(size: int, repetitions: int) -> float:
 
 def _worker(size: int, repetitions: int, barrier, results) -> None:
     """One process of the all-cores copy: its own buffers, started together with the others."""
-    src, dst = bytearray(size), bytearray(size)
+    src, dst = _filled(size), bytearray(size)
     dst[:] = src
     barrier.wait()
     start = time.perf_counter()
@@ -144,8 +152,7 @@ def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[F
     pool_bytes = max(block, min(pool_bytes, bounds.bytes // 2) // block * block)
     # the scattered blocks are drawn from a pool four times the prefix, when the bound allows it
     blocks = max(1, min(blocks, pool_bytes // block // 4 or pool_bytes // block))
-    source, out = bytearray(pool_bytes), bytearray(block * blocks)
-    source[:] = os.urandom(MiB) * (pool_bytes // MiB) + os.urandom(pool_bytes % MiB)
+    source, out = _filled(pool_bytes), bytearray(block * blocks)
     view, target = memoryview(source), memoryview(out)
     places = random.Random(seed).sample(range(pool_bytes // block), blocks)
 
