@@ -672,3 +672,48 @@ def test_a_stated_zero_is_said_as_zero(kb):
     flop(kb, HIT_BYTES.replace("stated: 2.25 GB", "stated: 0 GB"))
     found = kb.check().find("KB500")
     assert found and found[0].endswith("= 2.249 GB; the stated figure is 0 (tolerance 1%)"), found
+
+
+MEASURED_ROWS = """
+      measured:
+        for_each: {tier: tiers}
+        skip_missing: true
+        formula: hit_path_bytes / tier.measured_bandwidth
+        unit: ms
+"""
+
+
+def test_skip_missing_leaves_out_rows_without_the_field_and_nothing_else(kb):
+    """A table of measured figures: a tier with no measured_bandwidth is left out, not an error; without
+    skip_missing the same row is KB502, and a name that is wrong is KB502 with skip_missing too."""
+    base(kb)
+    kb.record(
+        "storage-tiers",
+        "s3-a",
+        "storage_tier",
+        "medium: object-store\npath: tiered-offload\nbandwidth: 90 MB/s\nmeasured_bandwidth: 45 MB/s\n",
+    )
+    path = flop(kb, HIT_BYTES + MEASURED_ROWS)
+    assert kb.check().exit_code == 0
+    explained = kb.run("explain", "flops/hit.measured").out
+    assert "storage-tiers/s3-a: 49,971 ms" in explained
+    assert "dram-a" not in explained and "gpu-a" not in explained
+
+    path = flop(kb, HIT_BYTES + MEASURED_ROWS.replace("        skip_missing: true\n", ""))
+    assert kb.check().find("KB502") == [
+        f"records/flops/hit.md:{line_of(path, 'tier.measured_bandwidth')}:5: error KB502 costs.measured"
+        "[accelerators/gpu-a]: accelerators/gpu-a has no value for 'measured_bandwidth'"
+    ]
+    path = flop(kb, HIT_BYTES + MEASURED_ROWS.replace("tier.measured", "tierr.measured"))
+    assert [d.split(": error ")[1][:40] for d in kb.check().find("KB502")] == [
+        "KB502 costs.measured[accelerators/gpu-a]"
+    ]
+
+
+def test_beside_must_name_another_table_over_the_same_rows(kb):
+    base(kb)
+    path = flop(kb, HIT_BYTES + MEASURED_ROWS + "        beside: hit_path_bytes\n")
+    assert kb.check().find("KB508") == [
+        f"records/flops/hit.md:{line_of(path, 'beside')}:5: error KB508 costs.measured.beside: "
+        "'hit_path_bytes' is not another for_each cost of this record over 'tiers'"
+    ]

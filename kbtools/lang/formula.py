@@ -46,6 +46,15 @@ class MissingName(FormulaError):
         self.name = name
 
 
+class AbsentValue(MissingName):
+    """A record the formula reads has no value for the field named: what a for_each with skip_missing
+    leaves out as a row, where any other missing name is still an error."""
+
+    def __init__(self, name: str, record: str, message: str):
+        super().__init__(name, message)
+        self.record = record
+
+
 @dataclass(frozen=True)
 class Formula:
     text: str

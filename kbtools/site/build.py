@@ -261,7 +261,7 @@ class SiteBuilder:
             view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}
         if value.rows is not None:
             view["rows"] = [
-                {"link": self.link(page, row_key), "value": self.value_view(page, row, value.unit)}
+                {"key": row_key, "link": self.link(page, row_key), "value": self.value_view(page, row, value.unit)}
                 for row_key, row in value.rows
             ]
             view["formula"] = value.formula.text if value.formula else ""
@@ -432,15 +432,7 @@ class SiteBuilder:
                             "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw),
                         }
                     )
-        costs = [
-            {
-                "name": name,
-                "label": (record.data.get("costs", {}).get(name) or {}).get("label", ""),
-                "stated": _stated(record, name),
-                "value": self.value_view(page, value),
-            }
-            for name, value in computed.costs.items()
-        ]
+        costs = self.costs_view(page, record, computed)
         inputs = self.inputs_view(page, record)
         hardware = [
             {
@@ -540,6 +532,35 @@ class SiteBuilder:
                     links.append(self.link(page, target.key))
             out.append({"name": name, "links": links, "text": None if links else str(raw)})
         return out
+
+    def costs_view(self, page: str, record: Record, computed: RecordValues) -> list[dict[str, Any]]:
+        """One entry per cost; a for_each cost with `beside: other` becomes a column of other's table, a
+        row it has no figure for shown as not given (a measured figure next to the nominal one)."""
+        specs = {n: s for n, s in record.mapping("costs").items() if isinstance(s, dict)}
+        views: dict[str, dict[str, Any]] = {}
+        for name, value in computed.costs.items():
+            spec = specs.get(name, {})
+            views[name] = {
+                "name": name,
+                "label": spec.get("label", ""),
+                "note": spec.get("note", ""),
+                "stated": _stated(record, name),
+                "value": self.value_view(page, value),
+                "columns": [],
+            }
+        for name, view in list(views.items()):
+            other = specs.get(name, {}).get("beside")
+            host = views.get(other) if isinstance(other, str) else None
+            if host is None or "rows" not in host["value"] or "rows" not in view["value"]:
+                continue
+            figures = {r["key"]: r["value"] for r in view["value"]["rows"]}
+            host["columns"].append(
+                {"name": name, "label": view["label"], "note": view["note"], "formula": view["value"]["formula"]}
+            )
+            for row in host["value"]["rows"]:
+                row.setdefault("beside", []).append(figures.get(row["key"]))
+            del views[name]
+        return list(views.values())
 
     # ------------------------------------------------------------ pictures
     def cost_chart(self, page: str, record: Record, computed: RecordValues) -> str:

@@ -197,6 +197,7 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None
             return None
         if isinstance(spec.get("for_each"), dict) and spec["for_each"]:
             exported["for_each"] = list(next(iter(spec["for_each"].items())))
+            exported["skip_missing"] = spec.get("skip_missing") is True
         exported_costs.append(exported)
     return {
         "record": key,

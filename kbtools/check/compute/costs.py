@@ -13,7 +13,7 @@ from kbtools.check.compute.values import (
     is_reference,
 )
 from kbtools.corpus import Record
-from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, parse_formula
+from kbtools.lang.formula import AbsentValue, Formula, FormulaError, MissingName, Table, evaluate, parse_formula
 from kbtools.lang.units import (
     QuantityError,
     check_dimension,
@@ -25,6 +25,8 @@ from kbtools.lang.units import (
 
 if TYPE_CHECKING:
     from kbtools.check.compute.engine import Computer
+
+SKIPPED = object()  # a for_each row left out: its record has no value for what the formula reads
 
 
 def cost_value(c: Computer, record: Record, name: str) -> Any:
@@ -57,9 +59,23 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
         targets = row_records(c, record, name, list_name)
         if targets is None:
             return FAILED
+        if not beside_ok(c, record, name, spec, list_name):
+            return FAILED
         rows = []
         for target in targets:
-            row = evaluate_cost(c, record, name, formula, spec, unit_q, {var: target}, row_key=target.key)
+            row = evaluate_cost(
+                c,
+                record,
+                name,
+                formula,
+                spec,
+                unit_q,
+                {var: target},
+                row_key=target.key,
+                skip=spec.get("skip_missing") is True,
+            )
+            if row is SKIPPED:
+                continue
             if row is FAILED:
                 return FAILED
             rows.append((target.key, row))
@@ -79,6 +95,25 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
             rows=tuple(rows),
         )
     return evaluate_cost(c, record, name, formula, spec, unit_q, {}, row_key=None)
+
+
+def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str) -> bool:
+    """`beside: other` shows this table as a column of another table over the same rows."""
+    other = spec.get("beside")
+    if other is None:
+        return True
+    others = record.mapping("costs")
+    theirs = others.get(other) if isinstance(others.get(other), dict) else {}
+    each = theirs.get("for_each") if isinstance(theirs, dict) else None
+    if other == name or not isinstance(each, dict) or list(each.values()) != [list_name]:
+        c.report(
+            "KB508",
+            record,
+            ("costs", name, "beside"),
+            f"costs.{name}.beside: '{other}' is not another for_each cost of this record over '{list_name}'",
+        )
+        return False
+    return True
 
 
 def row_records(c: Computer, record: Record, name: str, list_name: str) -> list[Record] | None:
@@ -110,7 +145,10 @@ def evaluate_cost(
     unit_q,
     bindings: dict[str, Record],
     row_key: str | None,
+    skip: bool = False,
 ) -> Any:
+    """One figure of a cost (one row of a for_each table); SKIPPED for a row whose record has no value
+    for a field the formula reads, when the cost says skip_missing."""
     where = ("costs", name, "formula")
     used: dict[str, Value] = {}
     label = f"costs.{name}" + (f"[{row_key}]" if row_key else "")
@@ -122,6 +160,8 @@ def evaluate_cost(
             derivations.call_lookup(c, record, bindings, used),
         )
     except MissingName as exc:
+        if skip and isinstance(exc, AbsentValue) and exc.record in {t.key for t in bindings.values()}:
+            return SKIPPED
         c.report("KB502", record, where, f"{label}: {exc.message}")
         return FAILED
     except FormulaError as exc:
@@ -194,7 +234,7 @@ def cost_lookup(
                 )
             value = c.field_or_cost(target, parts[1])
             if value is None:
-                raise MissingName(shown, f"{target.key} has no value for '{parts[1]}'")
+                raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
         else:
             name = parts[0]
             if name in bindings or (name in inputs and is_reference(inputs[name], c.corpus)):

@@ -16,7 +16,7 @@
   const same = (a, b) => { const k = new Set([...Object.keys(a), ...Object.keys(b)]); for (const x of k) if ((a[x] || 0) !== (b[x] || 0)) return false; return true; };
   const fail = (message) => { throw new Error(message); };
   // a name with no value: default(name, fallback) takes the fallback, anything else reports it
-  const missing = (message) => { const e = new Error(message); e.missing = true; throw e; };
+  const missing = (message, record) => { const e = new Error(message); e.missing = true; e.record = record; throw e; };
 
   function evaluate(node, scope) {
     if (node.q) return node.q;
@@ -80,7 +80,7 @@
     const valueOf = (key, field) => {
       const target = model.records[key] || fail(`no data for ${key}`);
       if (key === model.record && model.costs.some((c) => c.name === field)) return cost(field, {}, null);
-      return target.values[field] || missing(`${target.label} has no ${field}`);
+      return target.values[field] || missing(`${target.label} has no ${field}`, key);
     };
     // record.function(args): the type's function as exported for that record, over its own fields
     const callOn = (key, name, args) => {
@@ -119,7 +119,14 @@
         const [variable, list] = spec.for_each;
         const keys = values[list] ? values[list].list : record.refs[list] || [];
         const rows = {};
-        for (const key of keys) rows[key] = evaluate(spec.tree, scopeFor({ ...bindings, [variable]: key }, key));
+        for (const key of keys) {
+          try {
+            rows[key] = evaluate(spec.tree, scopeFor({ ...bindings, [variable]: key }, key));
+          } catch (e) {
+            // skip_missing: a row whose record has no value for a field is left out, as kb leaves it out
+            if (!(spec.skip_missing && e.missing && e.record === key)) throw e;
+          }
+        }
         return (memo[name] = { rows });
       }
       if (!memo[name]) memo[name] = evaluate(spec.tree, scopeFor(bindings, row));
