@@ -22,7 +22,9 @@ annotations a type's schema may carry:
 - `x-kb-constraints`: cross-record rules of provenance, each with a code and a severity (see
   constraints.py), on a type or on the envelope (then they hold for every type);
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
-  (sources), so they are not asked to quote the corpus's values inline (KB611).
+  (sources), so they are not asked to quote the corpus's values inline (KB611);
+- `x-kb-measured-as: <shape>` on a reference field: a record of this type may cite, there, the
+  measurement `kb measure` made of that shape (`kv-prefix`, `kv-scattered`), and kb measure says so.
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
 """
@@ -136,6 +138,16 @@ class RecordType:
 
     def chart(self, kind: str) -> dict[str, Any] | None:
         return next((c for c in self.charts if c.get("kind") == kind), None)
+
+    @property
+    def measured_as(self) -> dict[str, str]:
+        """x-kb-measured-as: shape of a kb measure figure -> the reference field that cites it."""
+        properties = self.schema.get("properties", {})
+        return {
+            spec["x-kb-measured-as"]: name
+            for name, spec in (properties.items() if isinstance(properties, dict) else ())
+            if isinstance(spec, dict) and isinstance(spec.get("x-kb-measured-as"), str)
+        }
 
     @property
     def quotes_documents(self) -> bool:
