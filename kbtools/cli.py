@@ -299,12 +299,14 @@ def run_measure(args: argparse.Namespace, settings: Settings) -> int:
         memory_tier=args.memory_tier,
     )
     try:
-        written = measure(settings, request, say)
+        run = measure(settings, request, say)
     except (AuthoringError, OSError) as exc:
         say(str(exc))
         return EXIT_USAGE
-    for path in written:
+    for path in run.written:
         print(f"wrote {path.relative_to(settings.root)}")
+    for line in run.citations:
+        print(line)
     return EXIT_OK
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from conftest import KB_SCRIPT, REPO
+from site_support import PageWatch, browser, serve
 
 SMALL = ["--max-bytes", str(8 << 20), "--max-seconds", "1", "--repetitions", "2", "--blocks", "4"]
 
@@ -105,3 +108,161 @@ def test_figures_link_the_storage_tier_they_measure(measured):
     assert kb(root, "check", "--strict").returncode == 0
     wrong = kb(root, "measure", "file", "--path", str(tier), "--tier", "models/llama-3-1-8b", *SMALL)
     assert wrong.returncode == 2 and "no storage tier 'models/llama-3-1-8b'" in wrong.stderr
+
+
+def test_a_tier_citing_its_measurements_is_priced_with_them_beside_its_nominal_figure(measured, tmp_path):
+    """The planner's loop: kb measure names the fields to add; once the tier cites the run, the seed's
+    table shows the hit at the measured prefix and scattered reads next to the nominal one, and the
+    tiers nobody measured say so."""
+    root, tier, _ = measured
+    run = kb(
+        root,
+        "measure",
+        "file",
+        "kv",
+        "--path",
+        str(tier),
+        "--tier",
+        "storage-tiers/local-nvme-gen5",
+        "--kv-model",
+        "models/deepseek-v3",
+        *SMALL,
+    )
+    assert run.returncode == 0, run.stderr
+    cite = re.findall(r"^  (local_(?:prefix|scattered)_read): (measurements/\S+)$", run.stdout, re.M)
+    assert [field for field, _ in cite] == ["local_prefix_read", "local_scattered_read"], run.stdout
+    assert "add to records/storage-tiers/local-nvme-gen5.md:" in run.stdout
+    record = root / "records" / "storage-tiers" / "local-nvme-gen5.md"
+    head, sep, rest = record.read_text().partition("\n---\n")
+    record.write_text(head + "".join(f"\n{f}: {k}" for f, k in cite) + sep + rest)
+    assert kb(root, "check", "--strict").returncode == 0
+
+    measured_gbps = [
+        float(re.search(r"^  value: ([0-9.e+-]+) GB/s$", (root / "records" / f"{k}.md").read_text(), re.M).group(1))
+        for _, k in cite
+    ]
+    explained = kb(root, "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.hit_path_bytes").stdout
+    hit_bytes_gb = float(re.search(r"= ([0-9.]+) GB", explained).group(1))
+
+    site = tmp_path / "site"
+    assert kb(root, "build", "--out", str(site)).returncode == 0
+    page = (site / "flops" / "eng-profile-kv-tiering-moves-flops-to-bytes.html").read_text()
+    table = page[page.index('<div class="cost" id="v-hit_path_time"') :]
+    table = table[: table.index("</table>")]
+    rows = {
+        re.sub(r"<[^>]+>", "", cells[0]).strip(): [re.sub(r"<[^>]+>|\s+", " ", c).strip() for c in cells[1:]]
+        for cells in (
+            re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S) for tr in re.findall(r"<tr id=.*?</tr>", table, re.S)
+        )
+    }
+    nvme = rows["Local NVMe SSD, PCIe Gen5"]
+    assert len(nvme) == 3, nvme  # nominal, measured prefix, measured scattered
+    shown = [float(re.match(r"([0-9,.]+) ms", cell).group(1).replace(",", "")) for cell in nvme]
+    for cell, gbps in zip(shown[1:], measured_gbps, strict=True):
+        assert cell == pytest.approx(hit_bytes_gb / gbps * 1000, rel=2e-3)
+    assert rows["Local NVMe SSD, PCIe Gen4"][1:] == ["not given", "not given"]
+
+    # the page's calculator leaves out the same rows and gives the same figures, in Chromium
+    with serve(site) as url, browser() as chromium:
+        watch = PageWatch(chromium.new_context())
+        watch.page.goto(url + "flops/eng-profile-kv-tiering-moves-flops-to-bytes.html")
+        for name, expected in zip(("hit_path_time_measured", "scattered_hit_time_measured"), shown[1:], strict=True):
+            cells = watch.page.locator(f"tr[data-cost={name}] td.calc-value")
+            assert cells.count() == 1  # one tier measured, one row
+            assert float(cells.inner_text().split()[0].replace(",", "")) == pytest.approx(expected, rel=2e-3)
+        assert watch.page.locator(".calc-error").count() == 0 and watch.problems == []
+
+
+def test_gpu_copies_where_a_device_is_present(measured):
+    """On a machine with a CUDA device and CuPy (the gpu extra): five copy figures that check, and the
+    KV-shaped host-to-device reads a host-DRAM tier is priced with."""
+    from kbtools.authoring.measure import gpu_skipped
+
+    why = gpu_skipped()
+    if why:
+        pytest.skip(f"the GPU path needs a device: {why}")
+    root, _, _ = measured
+    run = kb(root, "measure", "gpu", *SMALL)
+    assert run.returncode == 0, run.stderr
+    written = re.findall(r"^wrote (records/measurements/\S+)$", run.stdout, re.M)
+    for kind in ("gpu-h2d-pinned", "gpu-h2d-pageable", "gpu-d2h-pinned", "gpu-d2h-pageable", "gpu-d2d"):
+        assert any(kind in w for w in written), (kind, written)
+    assert all("timed to its synchronize" in (root / w).read_text() for w in written)
+    kv = kb(
+        root,
+        "measure",
+        "gpu",
+        "kv",
+        "--kv-model",
+        "models/deepseek-v3",
+        "--memory-tier",
+        "storage-tiers/host-dram-pcie5",
+        *SMALL,
+    )
+    assert kv.returncode == 0, kv.stderr
+    assert re.search(r"^  local_prefix_read: measurements/\S+-gpu-kv-prefix-\d{8}", kv.stdout, re.M), kv.stdout
+    assert re.search(r"^  local_scattered_read: measurements/\S+-gpu-kv-scattered-\d{8}", kv.stdout, re.M), kv.stdout
+    assert kb(root, "check", "--strict").returncode == 0
+
+
+def test_gpu_alone_without_a_device_says_why_and_writes_nothing(measured):
+    from kbtools.authoring.measure import gpu_skipped
+
+    why = gpu_skipped()
+    if not why:
+        pytest.skip("a CUDA device is present: the GPU path is measured instead")
+    root, _, _ = measured
+    before = sorted((root / "records").rglob("*.md"))
+    run = kb(root, "measure", "gpu", *SMALL)
+    assert run.returncode == 2
+    assert f"GPU copies skipped: {why}" in run.stderr and "nothing measured: GPU copies skipped" in run.stderr
+    assert sorted((root / "records").rglob("*.md")) == before
+
+
+def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_path):
+    root, _, _ = measured
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    before = sorted((root / "records").rglob("*.md"))
+    run = subprocess.Popen(
+        [KB_SCRIPT, "--root", str(root), "measure", "file", "--path", str(tier), "--max-bytes", str(1 << 30)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):  # until kb has started writing its file (at most a minute)
+            if list(tier.iterdir()):
+                break
+            time.sleep(0.1)
+        assert list(tier.iterdir()), "kb never started writing"
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 130, err
+    assert "writing a 1024 MiB file to read back" in err
+    assert list(tier.iterdir()) == []
+    assert sorted((root / "records").rglob("*.md")) == before
+
+
+def test_host_memory_figures_name_a_dram_tier_but_are_not_offered_to_price_it(measured):
+    """A host memcpy is not the DMA path a GPU reads host DRAM over: kb links the figures to the tier
+    and says why it does not offer them as the tier's prefix read."""
+    root, _, _ = measured
+    run = kb(
+        root,
+        "measure",
+        "memory",
+        "kv",
+        "--kv-model",
+        "models/llama-3-1-8b",
+        "--memory-tier",
+        "storage-tiers/host-dram-pcie5",
+        *SMALL,
+    )
+    assert run.returncode == 0, run.stderr
+    written = re.findall(r"^wrote (records/measurements/\S+)$", run.stdout, re.M)
+    assert written and all("storage_tiers: [host-dram-pcie5]" in (root / w).read_text() for w in written)
+    assert "local_prefix_read" not in run.stdout
+    assert "do not price it: a hit served from host memory crosses the GPU's link" in run.stderr

@@ -10,7 +10,9 @@ What is measured, each within a size and a time bound:
 - KV-shaped reads, for memory and for the file tier: a prefix read as one sequential run of blocks
   against the same number of blocks fetched from scattered places, a block being the engine's block
   tokens times the model's KV bytes per token;
-- a GPU's host-device copies, when a CUDA device and CuPy are present; otherwise one line says why not.
+- a GPU's copies, when a CUDA device and CuPy are present: host to device and back, from pinned and from
+  pageable memory, within the device, and a KV prefix against scattered blocks from pinned host memory;
+  otherwise one line says why not.
 
 Each figure becomes a draft measurement record (basis measured) whose conditions say the machine, the
 sizes, the repetitions and the spread, citing one source record for the run. Records are created, never
@@ -58,6 +60,8 @@ class Figure:
     samples: list[float]  # bytes per second, one per repetition
     conditions: list[str] = field(default_factory=list)
     tier: str | None = None  # the storage tier's id the figure is of, when the user named it
+    shape: str | None = None  # what a tier's x-kb-measured-as field may cite it as (kv-prefix, kv-scattered)
+    key: str | None = None  # dir/id of the record written for it
 
     @property
     def median(self) -> float:
@@ -204,15 +208,19 @@ class FileTier:
         self.path = Path(name)
         if self.path.parent != self.directory:  # mkstemp never leaves its directory; kb checks all the same
             raise AuthoringError(f"refusing to write outside {self.directory}")
-        with os.fdopen(handle, "wb") as out:
-            chunk = os.urandom(MiB)
-            left = self.size
-            while left:
-                out.write(chunk[: min(left, MiB)])
-                left -= min(left, MiB)
-            out.flush()
-            os.fsync(out.fileno())
-        self.direct = self._direct_works()
+        try:
+            with os.fdopen(handle, "wb") as out:
+                chunk = os.urandom(MiB)
+                left = self.size
+                while left:
+                    out.write(chunk[: min(left, MiB)])
+                    left -= min(left, MiB)
+                out.flush()
+                os.fsync(out.fileno())
+            self.direct = self._direct_works()
+        except BaseException:  # a full disk or Ctrl-C while writing: leave nothing behind
+            self.remove()
+            raise
 
     def _direct_works(self) -> bool:
         try:
@@ -291,6 +299,7 @@ def file_kv(tier: FileTier, bounds: Bounds, block: int, blocks: int, seed: int =
             f"file read of a KV prefix as one sequential run of blocks at {tier.directory}",
             _repeat(lambda: tier.read_seconds(prefix, block), bounds, block * count),
             shape,
+            shape="kv-prefix",
         ),
         Figure(
             "file-kv-scattered",
@@ -298,6 +307,7 @@ def file_kv(tier: FileTier, bounds: Bounds, block: int, blocks: int, seed: int =
             f"file read of KV blocks from scattered places (non-prefix reuse) at {tier.directory}",
             _repeat(lambda: tier.read_seconds(scattered, block), bounds, block * count),
             shape + [f"block places drawn at random (seed {seed})"],
+            shape="kv-scattered",
         ),
     )
 
@@ -310,15 +320,146 @@ def gpu_skipped() -> str | None:
     try:
         import cupy  # noqa: F401  (the optional GPU array library)
     except ImportError:
-        return "no GPU array library (install CuPy for the host-device copies)"
+        return "no GPU array library (the gpu extra, CuPy, measures the host-device copies)"
     try:
         import cupy
 
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return "no CUDA device"
     except Exception as exc:  # CuPy without a driver raises its own kinds
-        return f"no usable CUDA device ({type(exc).__name__})"
+        return f"no usable CUDA device ({type(exc).__name__}: {str(exc)[:160]})"
     return None
+
+
+class Gpu:
+    """The current CUDA device through CuPy: buffers, one stream, and copies timed on it."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        import cupy
+
+        self.cupy, self.ctypes = cupy, ctypes
+        self.device = cupy.cuda.Device()
+        props = cupy.cuda.runtime.getDeviceProperties(self.device.id)
+        name = props["name"]
+        self.name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.keep: list[object] = []  # host buffers a pointer was taken of
+
+    def pinned(self, size: int) -> int:
+        """A page-locked host buffer of `size` bytes of data; its address."""
+        buffer = self.cupy.cuda.alloc_pinned_memory(size)
+        self.keep.append(buffer)
+        self.ctypes.memmove(buffer.ptr, self.pageable(size), size)
+        return buffer.ptr
+
+    def pageable(self, size: int) -> int:
+        """An ordinary host buffer of `size` bytes of data; its address."""
+        data = _filled(size)
+        self.keep.append(data)
+        return self.ctypes.addressof((self.ctypes.c_char * size).from_buffer(data))
+
+    def device_buffer(self, size: int):
+        return self.cupy.cuda.alloc(size)
+
+    def timed(self, copy: Callable[[], None]) -> Callable[[], float]:
+        """A run for _repeat: wall-clock seconds from issuing `copy` until the stream has finished it, after
+        one untimed copy (the first also maps what the driver maps once). Wall clock, not CUDA events,
+        because a copy from pageable memory is staged by the host before the device sees it, and issuing
+        one copy per scattered block is a cost the engine pays too."""
+
+        def run() -> float:
+            self.stream.synchronize()
+            start = time.perf_counter()
+            copy()
+            self.stream.synchronize()
+            return time.perf_counter() - start
+
+        copy()
+        self.stream.synchronize()
+        return run
+
+    def conditions(self, *more: str) -> list[str]:
+        return [
+            f"GPU {self.name} (device {self.device.id})",
+            *more,
+            "copies issued on one stream, timed to its synchronize",
+        ]
+
+
+def gpu_copies(gpu: Gpu, bounds: Bounds) -> list[Figure]:
+    """Host to device and back, from pinned and from pageable memory, and a copy within the device."""
+    size = max(MiB, bounds.bytes // 2 // MiB * MiB)  # the host buffer and the device buffers
+    pinned, pageable = gpu.pinned(size), gpu.pageable(size)
+    source, target, stream = gpu.device_buffer(size), gpu.device_buffer(size), gpu.stream
+    copies: list[tuple[str, str, Callable[[], None]]] = [
+        ("h2d-pinned", "host to device, from pinned memory", lambda: source.copy_from_host_async(pinned, size, stream)),
+        (
+            "h2d-pageable",
+            "host to device, from pageable memory",
+            lambda: source.copy_from_host_async(pageable, size, stream),
+        ),
+        ("d2h-pinned", "device to host, into pinned memory", lambda: source.copy_to_host_async(pinned, size, stream)),
+        (
+            "d2h-pageable",
+            "device to host, into pageable memory",
+            lambda: source.copy_to_host_async(pageable, size, stream),
+        ),
+        (
+            "d2d",
+            "within the device (each byte counted once, read and written)",
+            lambda: target.copy_from_device_async(source, size, stream),
+        ),
+    ]
+    return [
+        Figure(
+            f"gpu-{slug}",
+            f"GPU copy {what.split(' (')[0]}",
+            f"GPU copy bandwidth {what}",
+            _repeat(gpu.timed(copy), bounds, size),
+            gpu.conditions(f"{size // MiB} MiB per copy"),
+        )
+        for slug, what, copy in copies
+    ]
+
+
+def gpu_kv(gpu: Gpu, bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
+    """A KV prefix copied from pinned host memory to the device as one run, and the same blocks from
+    scattered places, one copy per block: the path a hit served from host DRAM takes."""
+    pool = max(block, min(max(block * blocks * 4, block * 8), bounds.bytes // 2) // block * block)
+    blocks = max(1, min(blocks, pool // block // 4 or pool // block))
+    host, target, stream = gpu.pinned(pool), gpu.device_buffer(block * blocks), gpu.stream
+    places = random.Random(seed).sample(range(pool // block), blocks)
+
+    def prefix() -> None:
+        target.copy_from_host_async(host, block * blocks, stream)
+
+    def scattered() -> None:
+        for i, place in enumerate(places):
+            (target + i * block).copy_from_host_async(host + place * block, block, stream)
+
+    shape = gpu.conditions(
+        f"{blocks} blocks of {block:,} B ({block * blocks / MiB:.1f} MiB) out of a {pool / MiB:.0f} MiB pinned pool"
+    )
+    return (
+        Figure(
+            "gpu-kv-prefix",
+            "Host to GPU: a KV prefix copied as one run",
+            "host-to-device copy of a KV prefix from pinned memory as one run of blocks",
+            _repeat(gpu.timed(prefix), bounds, block * blocks),
+            shape,
+            shape="kv-prefix",
+        ),
+        Figure(
+            "gpu-kv-scattered",
+            "Host to GPU: the same KV blocks from scattered places",
+            "host-to-device copy of KV blocks from scattered places in pinned memory, one copy per block",
+            _repeat(gpu.timed(scattered), bounds, block * blocks),
+            shape + [f"block places drawn at random (seed {seed})"],
+            shape="kv-scattered",
+        ),
+    )
 
 
 # ---------------------------------------------------------------- the machine, and the records
@@ -436,7 +577,8 @@ def write_records(settings, registry, figures: list[Figure], now: dt.datetime) -
         record_id = _free(measurements, f"{host}-{figure.slug}-{stamp}")
         text = record_text(figure, measurement.name, record_id, source_id, common, now)
         written.append(_create(measurements / f"{record_id}.md", text))
-        keys.append(f"{measurement.dir}/{record_id}")
+        figure.key = f"{measurement.dir}/{record_id}"
+        keys.append(figure.key)
     # the source last, linking every record it stands for (so none is an orphan)
     text = source_text(source.name, source_id, common, now, keys)
     written.insert(0, _create(sources / f"{source_id}.md", text))
@@ -484,8 +626,8 @@ class Request:
     memory_tier: str | None = None
 
 
-def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path]:
-    """Measure what the request asks, write the records, return their paths (AuthoringError on a refusal)."""
+def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
+    """Measure what the request asks and write the records (AuthoringError on a refusal)."""
     from kbtools.registry import load_registry
 
     registry = load_registry(settings.schema_path, settings.root)  # the one read of the schemas this run
@@ -533,8 +675,9 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path
         say(f"memory, KV-shaped: up to {request.blocks} blocks of {block:,} B, prefix and scattered ...")
         figures.extend(memory_kv(bounds, block, request.blocks))
     for figure in figures:
-        figure.tier = memory_tier
+        figure.tier = memory_tier.id if memory_tier else None
     if "file" in tiers and request.path is not None:
+        say(f"file at {request.path}: writing a {bounds.bytes / MiB:.0f} MiB file to read back ...")
         tier = FileTier(request.path, bounds.bytes)
         on_file: list[Figure] = []
         try:
@@ -549,21 +692,55 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> list[Path
             tier.remove()
         for figure in on_file:
             figure.conditions.insert(0, filesystem(tier.directory))
-            figure.tier = file_tier
+            figure.tier = file_tier.id if file_tier else None
         figures += on_file
+    skipped = None
     if "gpu" in tiers:
-        why = gpu_skipped()
-        say(
-            f"GPU copies skipped: {why}"
-            if why
-            else "GPU copies: a device is present, but this kb does not measure it yet"
-        )
+        skipped = gpu_skipped()
+        if skipped:
+            say(f"GPU copies skipped: {skipped}")
+        else:
+            gpu = Gpu()
+            say(f"GPU {gpu.name}: host to device and back, pinned and pageable, and within the device ...")
+            on_gpu = gpu_copies(gpu, bounds)
+            if block:
+                say(f"GPU {gpu.name}, KV-shaped: a prefix and scattered blocks from pinned host memory ...")
+                on_gpu.extend(gpu_kv(gpu, bounds, block, request.blocks))
+            for figure in on_gpu:
+                figure.tier = memory_tier.id if memory_tier else None  # host memory read over the GPU's link
+            figures.extend(on_gpu)
     if not figures:
-        raise AuthoringError("nothing measured")
-    return write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
+        raise AuthoringError("nothing measured" + (f": GPU copies skipped, {skipped}" if skipped else ""))
+    if memory_tier and not any(f.tier == memory_tier.id and f.shape for f in figures):
+        say(
+            f"the host-memory figures name {memory_tier.key} but do not price it: a hit served from host memory "
+            "crosses the GPU's link, which kb measure gpu measures (kv-shaped with --kv-model) where a device is"
+        )
+    written = write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
+    tiers_named = {t.key: t for t in (file_tier, memory_tier) if t is not None}.values()
+    return Run(written, [line for t in tiers_named for line in citations(registry, t, figures)])
 
 
-def _tier(corpus, index, name: str | None) -> str | None:
+@dataclass
+class Run:
+    written: list[Path]  # the records, the run's source first
+    citations: list[str]  # what to add to the tiers named so the cost model prices them with the figures
+
+
+def citations(registry, tier, figures: list[Figure]) -> list[str]:
+    """What to add to the tier's record so the cost model prices it with these figures: the fields its
+    type marks x-kb-measured-as. kb says it and leaves the record as its author wrote it."""
+    fields = registry.types[tier.type].measured_as if tier.type in registry.types else {}
+    lines = [f"  {fields[f.shape]}: {f.key}" for f in figures if f.tier == tier.id and f.shape in fields and f.key]
+    if not lines:
+        return []
+    return [
+        f"to price {tier.key} with these figures (if this machine's path is that tier's), add to {tier.path}:",
+        *lines,
+    ]
+
+
+def _tier(corpus, index, name: str | None):
     """The id of the storage tier `name` names: a record of the type the measurement type's storage_tiers
     field refers to."""
     if not name:
@@ -574,4 +751,4 @@ def _tier(corpus, index, name: str | None) -> str | None:
     record, _ = index.resolve(name)
     if record is None or record.type not in wanted:
         raise AuthoringError(f"no storage tier '{name}' (a record of type {' or '.join(wanted) or '?'})")
-    return record.id
+    return record
