@@ -717,3 +717,12 @@ def test_beside_must_name_another_table_over_the_same_rows(kb):
         f"records/flops/hit.md:{line_of(path, 'beside')}:5: error KB508 costs.measured.beside: "
         "'hit_path_bytes' is not another for_each cost of this record over 'tiers'"
     ]
+
+
+def test_skip_missing_on_a_single_figure_is_a_mistake(kb):
+    base(kb)
+    path = flop(kb, HIT_BYTES.replace("        stated: 2.25 GB\n", "        skip_missing: true\n"))
+    assert kb.check().find("KB508") == [
+        f"records/flops/hit.md:{line_of(path, 'skip_missing')}:5: error KB508 costs.hit_path_bytes.skip_missing: "
+        "only a for_each table has rows to leave out or show beside another"
+    ]

@@ -45,6 +45,15 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
         c.report_value(exc.code, record, ("costs", name, "unit"), f"costs.{name}.unit: {exc.message}")
         return FAILED
     for_each = spec.get("for_each")
+    table_only = [key for key in ("skip_missing", "beside") if key in spec]
+    if table_only and not (isinstance(for_each, dict) and for_each):
+        c.report(
+            "KB508",
+            record,
+            ("costs", name, table_only[0]),
+            f"costs.{name}.{table_only[0]}: only a for_each table has rows to leave out or show beside another",
+        )
+        return FAILED
     if isinstance(for_each, dict) and for_each and "stated" in spec:
         c.report(
             "KB508",

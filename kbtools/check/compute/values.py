@@ -77,7 +77,10 @@ class Value:
     def shown(self, unit: str | None = None) -> str:
         """Computed figures to 4 significant digits; stated ones as precisely as a record writes them."""
         if self.quantity is None:
-            return f"table of {len(self.rows or ())} rows"
+            count = len(self.rows or ())
+            return f"table of {count} row{'' if count == 1 else 's'}" + (
+                " (no row's record has a value for what the formula reads)" if not count else ""
+            )
         return format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
 
 
