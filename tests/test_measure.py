@@ -66,6 +66,8 @@ def test_memory_file_and_kv_shaped_figures_become_records_that_check(measured):
     ):
         assert part in conditions, (part, conditions)
     assert "O_DIRECT" in conditions or "posix_fadvise" in conditions
+    memory = (root / next(w for w in written if "memory-kv-prefix" in w)).read_text()
+    assert "caches flushed before each repetition" in memory or "caches partly flushed" in memory
     assert list(tier.iterdir()) == []  # the file kb read back is gone
     assert "GPU copies skipped:" in run.stderr or "GPU copies:" in run.stderr
 

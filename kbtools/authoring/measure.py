@@ -21,6 +21,7 @@ replaced; the file kb writes to read back is removed, and kb writes nowhere else
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import mmap
 import multiprocessing
@@ -146,12 +147,60 @@ def memory_copy(bounds: Bounds, processes: int) -> Figure:
         [
             f"{share // MiB} MiB copied per process per pass, 3 passes per repetition",
             "memcpy via Python bytearray slices",
+            *_fits_in_cache(2 * share * processes),
         ],
     )
 
 
+def _fits_in_cache(touched: int) -> list[str]:
+    cache = last_level_cache()
+    if cache and touched < 2 * cache:
+        return [
+            f"the {touched / MiB:.0f} MiB the copy touches is under twice the {cache / MiB:.0f} MiB last-level "
+            "cache: part of the figure may be the cache's (raise --max-bytes)"
+        ]
+    return []
+
+
+def last_level_cache() -> int:
+    """The largest CPU cache's size in bytes, from sysfs (0 where it says nothing)."""
+    sizes = [0]
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = _read(str(path)).strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes)
+
+
+class Evictor:
+    """Writes a buffer twice the last-level cache before each timed read, so a read repeated over the
+    same bytes comes from memory, not from the cache the previous repetition filled."""
+
+    def __init__(self, bound: int):
+        self.cache = last_level_cache()
+        self.wanted = 2 * (self.cache or 32 * MiB)  # no size in sysfs: assume a 32 MiB cache
+        self.size = max(MiB, min(self.wanted, bound))  # --max-bytes bounds this buffer too
+        self.buffer = bytearray(self.size)
+        self.address = ctypes.addressof((ctypes.c_char * self.size).from_buffer(self.buffer))
+
+    def __call__(self) -> None:
+        ctypes.memset(self.address, 0x5A, self.size)
+
+    def condition(self) -> str:
+        cache = f"the {self.cache / MiB:.0f} MiB last-level cache" if self.cache else "an assumed 32 MiB cache"
+        if self.size < self.wanted:
+            return (
+                f"caches partly flushed before each repetition: {self.size / MiB:.0f} MiB written, under twice {cache} "
+                "because --max-bytes bounds it, so part of the figure may be the cache's"
+            )
+        return f"caches flushed before each repetition by writing {self.size / MiB:.0f} MiB (twice {cache})"
+
+
 def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
-    """A prefix of `blocks` KV blocks copied as one run, and the same blocks from scattered places."""
+    """A prefix of `blocks` KV blocks copied as one run, and the same blocks from scattered places, each
+    repetition reading from memory (the caches flushed first)."""
     pool_bytes = max(block * blocks * 4, block * 8)
     pool_bytes = max(block, min(pool_bytes, bounds.bytes // 2) // block * block)
     # the scattered blocks are drawn from a pool four times the prefix, when the bound allows it
@@ -159,13 +208,16 @@ def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[F
     source, out = _filled(pool_bytes), bytearray(block * blocks)
     view, target = memoryview(source), memoryview(out)
     places = random.Random(seed).sample(range(pool_bytes // block), blocks)
+    evict = Evictor(bounds.bytes)
 
     def sequential() -> float:
+        evict()
         start = time.perf_counter()
         target[:] = view[: block * blocks]
         return time.perf_counter() - start
 
     def scattered() -> float:
+        evict()
         start = time.perf_counter()
         for i, place in enumerate(places):
             target[i * block : (i + 1) * block] = view[place * block : (place + 1) * block]
@@ -173,7 +225,8 @@ def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[F
 
     sequential(), scattered()  # fault every page in first
     shape = [
-        f"{blocks} blocks of {block:,} B ({block * blocks / MiB:.1f} MiB) out of a {pool_bytes / MiB:.0f} MiB pool"
+        f"{blocks} blocks of {block:,} B ({block * blocks / MiB:.1f} MiB) out of a {pool_bytes / MiB:.0f} MiB pool",
+        evict.condition(),
     ]
     return (
         Figure(
@@ -335,8 +388,6 @@ class Gpu:
     """The current CUDA device through CuPy: buffers, one stream, and copies timed on it."""
 
     def __init__(self) -> None:
-        import ctypes
-
         import cupy
 
         self.cupy, self.ctypes = cupy, ctypes
