@@ -402,11 +402,13 @@ class Gpu:
         """A page-locked host buffer of `size` bytes of data; its address."""
         buffer = self.cupy.cuda.alloc_pinned_memory(size)
         self.keep.append(buffer)
-        self.ctypes.memmove(buffer.ptr, self.pageable(size), size)
+        data = _filled(size)  # every page written, from a buffer dropped once copied
+        self.ctypes.memmove(buffer.ptr, self.ctypes.addressof((self.ctypes.c_char * size).from_buffer(data)), size)
         return buffer.ptr
 
     def pageable(self, size: int) -> int:
-        """An ordinary host buffer of `size` bytes of data; its address."""
+        """An ordinary host buffer of `size` bytes of data; its address. CUDA copies to and from such
+        memory by staging it through a pinned buffer of its own, which is what the pageable figures time."""
         data = _filled(size)
         self.keep.append(data)
         return self.ctypes.addressof((self.ctypes.c_char * size).from_buffer(data))
