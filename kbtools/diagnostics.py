@@ -264,7 +264,8 @@ CODES: dict[str, Code] = {
     ),
     "KB508": Code(
         E,
-        "A for_each or table is used wrongly.",
+        "A for_each or table is used wrongly (also: skip_missing or beside on a single figure, or beside "
+        "naming anything but another for_each cost of the record over the same list).",
         "records/flops/x.md:16:5: error KB508 costs.x.for_each: 'tiers' is not a list of record references",
     ),
     "KB509": Code(
