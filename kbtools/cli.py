@@ -151,9 +151,9 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--blocks", type=int, default=64, help="blocks in the prefix read (default: 64)")
     measure.add_argument(
         "--max-bytes",
-        type=int,
+        type=_byte_count,
         default=256 << 20,
-        help="the largest buffer or file one measurement uses (default: 256 MiB)",
+        help="the largest buffer or file one measurement uses, in bytes or with a unit like '64 MiB' (default: 256 MiB)",
     )
     measure.add_argument(
         "--max-seconds", type=float, default=20.0, help="the longest one measurement runs (default: 20)"
@@ -181,6 +181,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(handler=run_explain)
     return parser
+
+
+def _byte_count(text: str) -> int:
+    """--max-bytes: a number of bytes, or a size with its unit ('64 MiB', '1GB'), read as kb reads quantities."""
+    from kbtools.lang.units import QuantityError, check_dimension, parse_quantity_text
+
+    try:
+        size = parse_quantity_text(text, "B")
+        check_dimension(size, "B")
+    except QuantityError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return int(size.to("B").magnitude)
 
 
 def run_check(args: argparse.Namespace, settings: Settings) -> int:

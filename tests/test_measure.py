@@ -13,7 +13,9 @@ import pytest
 from conftest import KB_SCRIPT, REPO
 from site_support import PageWatch, browser, serve
 
-SMALL = ["--max-bytes", str(8 << 20), "--max-seconds", "1", "--repetitions", "2", "--blocks", "4"]
+from kbtools import __version__
+
+SMALL = ["--max-bytes", "8 MiB", "--max-seconds", "1", "--repetitions", "2", "--blocks", "4"]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,7 @@ def test_memory_file_and_kv_shaped_figures_become_records_that_check(measured):
         "blocks of 2,097,152 B",
         "2 repetitions",
         "median",
-        "kb 0.1.0",
+        f"kb {__version__}",
     ):
         assert part in conditions, (part, conditions)
     assert "O_DIRECT" in conditions or "posix_fadvise" in conditions
@@ -117,19 +119,8 @@ def test_a_tier_citing_its_measurements_is_priced_with_them_beside_its_nominal_f
     table shows the hit at the measured prefix and scattered reads next to the nominal one, and the
     tiers nobody measured say so."""
     root, tier, _ = measured
-    run = kb(
-        root,
-        "measure",
-        "file",
-        "kv",
-        "--path",
-        str(tier),
-        "--tier",
-        "storage-tiers/local-nvme-gen5",
-        "--kv-model",
-        "models/deepseek-v3",
-        *SMALL,
-    )
+    nvme, model = ["--tier", "storage-tiers/local-nvme-gen5"], ["--kv-model", "models/deepseek-v3"]
+    run = kb(root, "measure", "file", "kv", "--path", str(tier), *nvme, *model, *SMALL)
     assert run.returncode == 0, run.stderr
     cite = re.findall(r"^  (local_(?:prefix|scattered)_read): (measurements/\S+)$", run.stdout, re.M)
     assert [field for field, _ in cite] == ["local_prefix_read", "local_scattered_read"], run.stdout
@@ -190,17 +181,8 @@ def test_gpu_copies_where_a_device_is_present(measured):
     for kind in ("gpu-h2d-pinned", "gpu-h2d-pageable", "gpu-d2h-pinned", "gpu-d2h-pageable", "gpu-d2d"):
         assert any(kind in w for w in written), (kind, written)
     assert all("timed to its synchronize" in (root / w).read_text() for w in written)
-    kv = kb(
-        root,
-        "measure",
-        "gpu",
-        "kv",
-        "--kv-model",
-        "models/deepseek-v3",
-        "--memory-tier",
-        "storage-tiers/host-dram-pcie5",
-        *SMALL,
-    )
+    dram, model = ["--memory-tier", "storage-tiers/host-dram-pcie5"], ["--kv-model", "models/deepseek-v3"]
+    kv = kb(root, "measure", "gpu", "kv", *model, *dram, *SMALL)
     assert kv.returncode == 0, kv.stderr
     assert re.search(r"^  local_prefix_read: measurements/\S+-gpu-kv-prefix-\d{8}", kv.stdout, re.M), kv.stdout
     assert re.search(r"^  local_scattered_read: measurements/\S+-gpu-kv-scattered-\d{8}", kv.stdout, re.M), kv.stdout
@@ -227,7 +209,7 @@ def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_pa
     tier.mkdir()
     before = sorted((root / "records").rglob("*.md"))
     run = subprocess.Popen(
-        [KB_SCRIPT, "--root", str(root), "measure", "file", "--path", str(tier), "--max-bytes", str(1 << 30)],
+        [KB_SCRIPT, "--root", str(root), "measure", "file", "--path", str(tier), "--max-bytes", "1 GiB"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -252,19 +234,32 @@ def test_host_memory_figures_name_a_dram_tier_but_are_not_offered_to_price_it(me
     """A host memcpy is not the DMA path a GPU reads host DRAM over: kb links the figures to the tier
     and says why it does not offer them as the tier's prefix read."""
     root, _, _ = measured
-    run = kb(
-        root,
-        "measure",
-        "memory",
-        "kv",
-        "--kv-model",
-        "models/llama-3-1-8b",
-        "--memory-tier",
-        "storage-tiers/host-dram-pcie5",
-        *SMALL,
-    )
+    dram, model = ["--memory-tier", "storage-tiers/host-dram-pcie5"], ["--kv-model", "models/llama-3-1-8b"]
+    run = kb(root, "measure", "memory", "kv", *model, *dram, *SMALL)
     assert run.returncode == 0, run.stderr
     written = re.findall(r"^wrote (records/measurements/\S+)$", run.stdout, re.M)
     assert written and all("storage_tiers: [host-dram-pcie5]" in (root / w).read_text() for w in written)
     assert "local_prefix_read" not in run.stdout
     assert "do not price it: a hit served from host memory crosses the GPU's link" in run.stderr
+
+
+def test_a_directory_whose_name_has_quotes_gives_records_that_check(measured, tmp_path):
+    """The path goes into a record's name and conditions: written as YAML strings, not pasted in quotes."""
+    root, _, _ = measured
+    tier = tmp_path / 'a "quoted" \\ dir'
+    tier.mkdir()
+    run = kb(root, "measure", "file", "--path", str(tier), *SMALL)
+    assert run.returncode == 0, run.stderr
+    check = kb(root, "check", "--strict")
+    assert check.returncode == 0, check.stdout[-2000:]
+    from ruamel.yaml import YAML
+
+    written = re.findall(r"^wrote (records/measurements/\S+)$", run.stdout, re.M)
+    data = YAML(typ="safe").load((root / written[0]).read_text().split("---\n")[1])
+    assert data["name"].startswith(f"Sequential file read at {tier} (") and f"at {tier}" in data["metric"]
+
+
+def test_max_bytes_takes_a_unit_and_refuses_a_wrong_one(measured):
+    root, _, _ = measured
+    run = kb(root, "measure", "memory", "--max-bytes", "3 s")
+    assert run.returncode == 2 and "--max-bytes: 3 s is time, expected information" in run.stderr

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ctypes
 import datetime as dt
+import functools
+import json
 import mmap
 import multiprocessing
 import os
@@ -85,6 +87,11 @@ def _repeat(run: Callable[[], float], bounds: Bounds, moved: int) -> list[float]
 # ---------------------------------------------------------------- memory
 
 
+def _address(buffer: bytearray) -> int:
+    """Where a bytearray's bytes start, for memset and for CUDA's copies."""
+    return ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))
+
+
 def _filled(size: int) -> bytearray:
     """`size` bytes of data, every page written: a zeroed buffer's pages may all map the kernel's one zero
     page, and copying from it reads the same cached page over and over, not memory."""
@@ -93,9 +100,13 @@ def _filled(size: int) -> bytearray:
     return buffer
 
 
-def _copy_seconds(size: int, repetitions: int) -> float:
+def _copy_seconds(size: int, repetitions: int, barrier=None) -> float:
+    """Seconds per copy of `size` bytes, after one untimed copy that faults every page in; with a
+    barrier, the timed copies start together with the other processes'."""
     src, dst = _filled(size), bytearray(size)
-    dst[:] = src  # touch every page first: the first copy also faults the pages in
+    dst[:] = src
+    if barrier is not None:
+        barrier.wait()
     start = time.perf_counter()
     for _ in range(repetitions):
         dst[:] = src
@@ -104,13 +115,7 @@ def _copy_seconds(size: int, repetitions: int) -> float:
 
 def _worker(size: int, repetitions: int, barrier, results) -> None:
     """One process of the all-cores copy: its own buffers, started together with the others."""
-    src, dst = _filled(size), bytearray(size)
-    dst[:] = src
-    barrier.wait()
-    start = time.perf_counter()
-    for _ in range(repetitions):
-        dst[:] = src
-    results.put((time.perf_counter() - start) / repetitions)
+    results.put(_copy_seconds(size, repetitions, barrier))
 
 
 def memory_copy(bounds: Bounds, processes: int) -> Figure:
@@ -162,6 +167,7 @@ def _fits_in_cache(touched: int) -> list[str]:
     return []
 
 
+@functools.cache
 def last_level_cache() -> int:
     """The largest CPU cache's size in bytes, from sysfs (0 where it says nothing)."""
     sizes = [0]
@@ -183,7 +189,7 @@ class Evictor:
         self.wanted = 2 * (self.cache or 32 * MiB)  # no size in sysfs: assume a 32 MiB cache
         self.size = max(MiB, min(self.wanted, bound))  # --max-bytes bounds this buffer too
         self.buffer = bytearray(self.size)
-        self.address = ctypes.addressof((ctypes.c_char * self.size).from_buffer(self.buffer))
+        self.address = _address(self.buffer)
 
     def __call__(self) -> None:
         ctypes.memset(self.address, 0x5A, self.size)
@@ -198,16 +204,26 @@ class Evictor:
         return f"caches flushed before each repetition by writing {self.size / MiB:.0f} MiB (twice {cache})"
 
 
+def kv_layout(pool: int, block: int, blocks: int, seed: int) -> tuple[int, list[int]]:
+    """How many blocks a prefix read takes from a pool of `pool` bytes, and where the scattered read
+    finds them (block indices): scattered over four times the prefix when the pool allows it."""
+    slots = max(1, pool // block)
+    count = max(1, min(blocks, slots // 4 or slots))
+    return count, random.Random(seed).sample(range(slots), count)
+
+
+def _pool(bounds: Bounds, block: int, blocks: int) -> int:
+    """A memory pool of whole blocks for the scattered read: four times the prefix, within half the bound."""
+    return max(block, min(max(block * blocks * 4, block * 8), bounds.bytes // 2) // block * block)
+
+
 def memory_kv(bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
     """A prefix of `blocks` KV blocks copied as one run, and the same blocks from scattered places, each
     repetition reading from memory (the caches flushed first)."""
-    pool_bytes = max(block * blocks * 4, block * 8)
-    pool_bytes = max(block, min(pool_bytes, bounds.bytes // 2) // block * block)
-    # the scattered blocks are drawn from a pool four times the prefix, when the bound allows it
-    blocks = max(1, min(blocks, pool_bytes // block // 4 or pool_bytes // block))
+    pool_bytes = _pool(bounds, block, blocks)
+    blocks, places = kv_layout(pool_bytes, block, blocks, seed)
     source, out = _filled(pool_bytes), bytearray(block * blocks)
     view, target = memoryview(source), memoryview(out)
-    places = random.Random(seed).sample(range(pool_bytes // block), blocks)
     evict = Evictor(bounds.bytes)
 
     def sequential() -> float:
@@ -257,10 +273,8 @@ class FileTier:
             raise AuthoringError(f"--path {directory} is not a directory")
         self.directory = directory.resolve()
         self.size = max(ALIGN, size // ALIGN * ALIGN)
-        handle, name = tempfile.mkstemp(prefix=".kb-measure-", dir=self.directory)
+        handle, name = tempfile.mkstemp(prefix=".kb-measure-", dir=self.directory)  # never outside it
         self.path = Path(name)
-        if self.path.parent != self.directory:  # mkstemp never leaves its directory; kb checks all the same
-            raise AuthoringError(f"refusing to write outside {self.directory}")
         try:
             with os.fdopen(handle, "wb") as out:
                 chunk = os.urandom(MiB)
@@ -338,9 +352,9 @@ def file_sequential(tier: FileTier, bounds: Bounds) -> Figure:
 
 def file_kv(tier: FileTier, bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
     block = max(ALIGN, block // ALIGN * ALIGN)
-    count = max(1, min(blocks, tier.size // block // 4 or tier.size // block))  # scattered over 4x the prefix
+    count, places = kv_layout(tier.size, block, blocks, seed)
     prefix = [i * block for i in range(count)]
-    scattered = [p * block for p in random.Random(seed).sample(range(tier.size // block), count)]
+    scattered = [p * block for p in places]
     shape = [
         f"{count} blocks of {block:,} B ({block * count / MiB:.1f} MiB) in a {tier.size / MiB:.0f} MiB file",
         tier.how(),
@@ -371,12 +385,10 @@ def file_kv(tier: FileTier, bounds: Bounds, block: int, blocks: int, seed: int =
 def gpu_skipped() -> str | None:
     """Why the GPU copies are not measured here, or None when they can be."""
     try:
-        import cupy  # noqa: F401  (the optional GPU array library)
+        import cupy  # the optional GPU array library
     except ImportError:
         return "no GPU array library (the gpu extra, CuPy, measures the host-device copies)"
     try:
-        import cupy
-
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return "no CUDA device"
     except Exception as exc:  # CuPy without a driver raises its own kinds
@@ -390,7 +402,7 @@ class Gpu:
     def __init__(self) -> None:
         import cupy
 
-        self.cupy, self.ctypes = cupy, ctypes
+        self.cupy = cupy
         self.device = cupy.cuda.Device()
         props = cupy.cuda.runtime.getDeviceProperties(self.device.id)
         name = props["name"]
@@ -402,8 +414,7 @@ class Gpu:
         """A page-locked host buffer of `size` bytes of data; its address."""
         buffer = self.cupy.cuda.alloc_pinned_memory(size)
         self.keep.append(buffer)
-        data = _filled(size)  # every page written, from a buffer dropped once copied
-        self.ctypes.memmove(buffer.ptr, self.ctypes.addressof((self.ctypes.c_char * size).from_buffer(data)), size)
+        ctypes.memmove(buffer.ptr, _address(_filled(size)), size)  # every page written, from a buffer then dropped
         return buffer.ptr
 
     def pageable(self, size: int) -> int:
@@ -411,7 +422,7 @@ class Gpu:
         memory by staging it through a pinned buffer of its own, which is what the pageable figures time."""
         data = _filled(size)
         self.keep.append(data)
-        return self.ctypes.addressof((self.ctypes.c_char * size).from_buffer(data))
+        return _address(data)
 
     def device_buffer(self, size: int):
         return self.cupy.cuda.alloc(size)
@@ -480,10 +491,9 @@ def gpu_copies(gpu: Gpu, bounds: Bounds) -> list[Figure]:
 def gpu_kv(gpu: Gpu, bounds: Bounds, block: int, blocks: int, seed: int = 1) -> tuple[Figure, Figure]:
     """A KV prefix copied from pinned host memory to the device as one run, and the same blocks from
     scattered places, one copy per block: the path a hit served from host DRAM takes."""
-    pool = max(block, min(max(block * blocks * 4, block * 8), bounds.bytes // 2) // block * block)
-    blocks = max(1, min(blocks, pool // block // 4 or pool // block))
+    pool = _pool(bounds, block, blocks)
+    blocks, places = kv_layout(pool, block, blocks, seed)
     host, target, stream = gpu.pinned(pool), gpu.device_buffer(block * blocks), gpu.stream
-    places = random.Random(seed).sample(range(pool // block), blocks)
 
     def prefix() -> None:
         target.copy_from_host_async(host, block * blocks, stream)
@@ -559,6 +569,11 @@ def _gbps(value: float) -> str:
     return f"{value / 1e9:.3g} GB/s"
 
 
+def _yaml_string(text: str) -> str:
+    """A YAML double-quoted scalar: a JSON string is one, so a path or a CPU name with quotes stays intact."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def record_text(
     figure: Figure, type_name: str, record_id: str, source_id: str, common: list[str], now: dt.datetime
 ) -> str:
@@ -572,22 +587,21 @@ def record_text(
             f"kb {__version__}, {when}",
         ]
     )
-    quoted = conditions.replace("\\", "\\\\").replace('"', '\\"')
     return (
         "---\n"
         f"id: {record_id}\n"
         f"type: {type_name}\n"
-        f'name: "{figure.name} ({when})"\n'
+        f"name: {_yaml_string(f'{figure.name} ({when})')}\n"
         "status: draft\n"
         "confidence: 0.6\n"
         f"updated: {today.isoformat()}\n"
         f"sources: [{source_id}]\n"
         "basis: measured\n"
-        f'metric: "{figure.metric}"\n'
+        f"metric: {_yaml_string(figure.metric)}\n"
         "value:\n"
         f"  value: {figure.median / 1e9:.4g} GB/s\n"
         f"  source: {source_id}\n"
-        f'conditions: "{quoted}"\n'
+        f"conditions: {_yaml_string(conditions)}\n"
         "measured_by: local\n"
         f"published: {today.isoformat()}\n" + (f"storage_tiers: [{figure.tier}]\n" if figure.tier else "") + "---\n"
         f"Measured on this machine by `kb measure`: the median of {len(figure.samples)} repetitions,\n"
@@ -598,19 +612,21 @@ def record_text(
 
 def source_text(type_name: str, source_id: str, common: list[str], now: dt.datetime, records: list[str]) -> str:
     today, when = now.date(), f"{now:%Y-%m-%d %H:%M:%S} UTC"
+    host = platform.node() or "this machine"
+
     return (
         "---\n"
         f"id: {source_id}\n"
         f"type: {type_name}\n"
-        f'name: "kb measure run on {platform.node() or "this machine"}, {when}"\n'
+        f"name: {_yaml_string(f'kb measure run on {host}, {when}')}\n"
         "status: draft\n"
         "confidence: 0.6\n"
         f"updated: {today.isoformat()}\n"
         "kind: measurement-run\n"
         "origin: independent\n"
-        f"publisher: kb measure on {platform.node() or 'this machine'}\n"
-        f'no_url: "a measurement made on this machine by kb measure {__version__}; its conditions are in each record"\n'
-        f'notes: "{"; ".join(common)}"\n'
+        f"publisher: {_yaml_string(f'kb measure on {host}')}\n"
+        f"no_url: {_yaml_string(f'a measurement made on this machine by kb measure {__version__}; its conditions are in each record')}\n"
+        f"notes: {_yaml_string('; '.join(common))}\n"
         "---\n"
         "The run of `kb measure` that these measurement records cite: " + ", ".join(f"[[{r}]]" for r in records) + ".\n"
     )
@@ -683,13 +699,6 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
     """Measure what the request asks and write the records (AuthoringError on a refusal)."""
     from kbtools.registry import load_registry
 
-    registry = load_registry(settings.schema_path, settings.root)  # the one read of the schemas this run
-    directory = _role(registry, "measurement").dir
-    out = request.out or settings.records_path / directory
-    if out.parent.resolve() != settings.records_path.resolve() or out.name != directory:
-        raise AuthoringError(
-            f"--out {out} is not the measurements directory of {settings.records_path}; records live there"
-        )
     bounds = request.bounds
     if min(bounds.bytes, bounds.repetitions, request.block_tokens, request.blocks) < 1 or bounds.seconds <= 0:
         raise AuthoringError("--max-bytes, --max-seconds, --repetitions, --block-tokens and --blocks must be positive")
@@ -701,13 +710,23 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
         raise AuthoringError(
             "the file tier needs --path DIR: a directory on the tier, where kb may write one file and remove it"
         )
-    block, file_tier, memory_tier = None, None, None
     wanted = "kv" in tiers and request.kv_model
-    if wanted or request.file_tier or request.memory_tier:
-        from kbtools.check.links import Index
+    corpus = None
+    if wanted or request.file_tier or request.memory_tier:  # the model's KV bytes, or a tier to resolve
         from kbtools.check.pipeline import check_corpus
 
         corpus = check_corpus(settings, use_cache=True, complete=True)
+    registry = corpus.registry if corpus else load_registry(settings.schema_path, settings.root)  # read once
+    directory = _role(registry, "measurement").dir
+    out = request.out or settings.records_path / directory
+    if out.parent.resolve() != settings.records_path.resolve() or out.name != directory:
+        raise AuthoringError(
+            f"--out {out} is not the measurements directory of {settings.records_path}; records live there"
+        )
+    block, file_tier, memory_tier = None, None, None
+    if corpus is not None:
+        from kbtools.check.links import Index
+
         index = Index(corpus)
         file_tier, memory_tier = (_tier(corpus, index, t) for t in (request.file_tier, request.memory_tier))
         if wanted:
@@ -794,8 +813,8 @@ def citations(registry, tier, figures: list[Figure]) -> list[str]:
 
 
 def _tier(corpus, index, name: str | None):
-    """The id of the storage tier `name` names: a record of the type the measurement type's storage_tiers
-    field refers to."""
+    """The storage tier record `name` names: one of the type the measurement type's storage_tiers field
+    refers to."""
     if not name:
         return None
     measurement = corpus.registry.with_role("measurement")

@@ -111,8 +111,7 @@ def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str
     other = spec.get("beside")
     if other is None:
         return True
-    others = record.mapping("costs")
-    theirs = others.get(other) if isinstance(others.get(other), dict) else {}
+    theirs = record.mapping("costs").get(other)
     each = theirs.get("for_each") if isinstance(theirs, dict) else None
     if other == name or not isinstance(each, dict) or list(each.values()) != [list_name]:
         c.report(
