@@ -230,7 +230,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     try:
         check_output(out, settings)  # before any work: a refusal costs nothing and changes nothing
     except OutputError as exc:
-        print(f"kb build: {exc}", file=sys.stderr)
+        _say("build", exc)
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
     errors = corpus.errors
@@ -244,7 +244,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     try:
         pages, warning = build_site(corpus, out, search=not args.no_search)
     except OutputError as exc:
-        print(f"kb build: {exc}", file=sys.stderr)
+        _say("build", exc)
         return EXIT_USAGE
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
@@ -259,7 +259,7 @@ def run_init(args: argparse.Namespace) -> int:
     try:
         written, kept = init(args.directory, args.types, args.title, existing=args.existing)
     except AuthoringError as exc:
-        print(f"kb init: {exc}", file=sys.stderr)
+        _say("init", exc)
         return EXIT_USAGE
     except OSError as exc:
         print(f"kb init: cannot write {exc.filename or args.directory}: {exc.strerror or exc}", file=sys.stderr)
@@ -282,7 +282,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         check_output(out, settings)
     except OutputError as exc:
-        print(f"kb serve: {exc}", file=sys.stderr)
+        _say("serve", exc)
         return EXIT_USAGE
     try:
         serve(settings, out, args.host, args.port, search=not args.no_search)
@@ -333,7 +333,7 @@ def run_mv(args: argparse.Namespace, settings: Settings) -> int:
         move = plan_move(corpus, args.record, args.to)
         edits = apply_move(settings, corpus, move)
     except (AuthoringError, ChangedMeanwhile) as exc:
-        print(f"kb mv: {exc}", file=sys.stderr)
+        _say("mv", exc)
         return EXIT_USAGE
     print(f"moved {move.source.path} -> {move.new_path}")
     for rel, edit in edits:
@@ -364,7 +364,7 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
             from_config=args.from_config,
         )
     except AuthoringError as exc:
-        print(f"kb new: {exc}", file=sys.stderr)
+        _say("new", exc)
         return EXIT_ERRORS
     print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
     if reading is not None:
@@ -384,7 +384,7 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
     try:
         columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
     except QueryError as exc:
-        print(f"kb query: {exc}", file=sys.stderr)
+        _say("query", exc)
         return EXIT_USAGE
     sys.stdout.write(format_rows(columns, rows, args.format))
     return EXIT_OK
@@ -404,7 +404,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
             if target:
                 check_export(target, settings, kind)
     except OutputError as exc:
-        print(f"kb export: {exc}", file=sys.stderr)
+        _say("export", exc)
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True)
     if args.sqlite and metadata:
@@ -463,7 +463,7 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     try:
         print("\n".join(explain_target(corpus, args.target)))
     except ExplainError as exc:
-        print(f"kb explain: {exc}", file=sys.stderr)
+        _say("explain", exc)
         return EXIT_ERRORS
     return EXIT_OK
 
@@ -530,6 +530,14 @@ def _finish_moves(settings: Settings) -> None:
         with writers_lock(settings.records_path):
             if complete_interrupted_move(settings):
                 print("kb: finished a kb mv that was interrupted", file=sys.stderr)
+
+
+def _say(command: str, message: object) -> None:
+    """A refusal or failure, one line on stderr; control characters from the input shown as escapes, so a
+    name or key the user passed (or a config carried) can neither forge a line nor drive the terminal."""
+    from kbtools.outputs.report import one_line
+
+    print(f"kb {command}: {one_line(str(message))}", file=sys.stderr)
 
 
 def _guarded(handler) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Settings
+from kbtools.ids import id_problem
 from kbtools.registry import RecordType, TypeRegistry
 
 
@@ -149,8 +150,10 @@ def new_record(
     if record_type is None:
         raise AuthoringError(f"no record type '{type_name}' (known: {', '.join(sorted(registry.types))})")
     record_id = record_id or slug(name)
-    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", record_id or ""):
-        raise AuthoringError(f"cannot make an id from '{name}'; pass --id")
+    problem = id_problem(record_id)
+    if problem:
+        shown = name if len(name) <= 80 else name[:80] + "…"
+        raise AuthoringError(f"cannot make an id from '{shown}' ({problem}); pass --id")
     cited = any(
         isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", [])
     )

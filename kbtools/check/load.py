@@ -20,10 +20,10 @@ import yaml
 from kbtools.check.cache import Cache, digest
 from kbtools.corpus import Corpus, FieldPath, Record, Settings
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
+from kbtools.ids import id_problem
 from kbtools.progress import track
 from kbtools.registry import TypeRegistry
 
-ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 FENCE = re.compile(r"^---[ \t]*$")
 CLOSING_FENCE = re.compile(r"^(---|\.\.\.)[ \t]*$")
 MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurd frontmatter
@@ -302,14 +302,15 @@ def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic
     out: list[Diagnostic] = []
     record_id = record.data.get("id")
     line, col = record.position(("id",))
-    if not ID_PATTERN.match(record.stem):
+    problem = id_problem(record.stem)
+    if problem:
         out.append(
             Diagnostic.make(
                 "KB108",
                 record.path,
                 1,
                 1,
-                f"file name '{record.stem}' is not a valid id: it must match {ID_PATTERN.pattern}",
+                f"file name '{record.stem}' is not a valid id: {problem}",
             )
         )
     if isinstance(record_id, str):

@@ -26,9 +26,9 @@ from kbtools import __version__
 from kbtools.check.compute import Value, substituted
 from kbtools.check.compute.incremental import fingerprint
 from kbtools.check.links import Index, backlinks, iter_references
-from kbtools.check.load import ID_PATTERN
 from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity, unit_registry
 from kbtools.progress import track
 from kbtools.registry import DIR_PATTERN
@@ -91,9 +91,7 @@ class SiteBuilder:
         # a record whose file name is no valid id (KB108, shown only under --force) gets no page and is
         # never a link target: its name would otherwise reach paths and hrefs
         self.pages = {
-            key
-            for key, record in corpus.records.items()
-            if ID_PATTERN.match(record.stem) and DIR_PATTERN.match(record.dir)
+            key for key, record in corpus.records.items() if is_id(record.stem) and DIR_PATTERN.match(record.dir)
         }
         self.renderer = BodyRenderer(
             corpus, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else ""
