@@ -33,7 +33,7 @@ def staged(path: Path, like: os.stat_result | None = None) -> Iterator[Path]:
     os.close(handle)
     tmp = Path(name)
     try:
-        _take_mode(tmp, like)
+        take_mode(tmp, like)
         yield tmp
         os.replace(tmp, path)
     finally:
@@ -46,7 +46,7 @@ def _umask() -> int:
     return mask
 
 
-def _take_mode(tmp: Path, like: os.stat_result | None) -> None:
+def take_mode(tmp: Path, like: os.stat_result | None) -> None:
     if like is None:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for secrets, not records
         return
@@ -58,7 +58,7 @@ def _take_mode(tmp: Path, like: os.stat_result | None) -> None:
             pass  # only root may give a file away; the content is still the user's
 
 
-def _write_synced(tmp: Path, text: str) -> None:
+def write_synced(tmp: Path, text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as out:
         out.write(text)
         out.flush()
@@ -73,7 +73,7 @@ def replace_file(path: Path, text: str, expected: bytes | None = None) -> None:
     except FileNotFoundError:
         like = None
     with staged(path, like) as tmp:
-        _write_synced(tmp, text)
+        write_synced(tmp, text)
         if expected is not None:
             try:
                 now = path.read_bytes()
@@ -93,8 +93,8 @@ def temporary_beside(path: Path, text: str, like: os.stat_result | None = None) 
     os.close(handle)
     tmp = Path(name)
     try:
-        _take_mode(tmp, like)
-        _write_synced(tmp, text)
+        take_mode(tmp, like)
+        write_synced(tmp, text)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -521,15 +521,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _finish_moves(settings: Settings) -> None:
-    """A kb mv killed after its commit point is finished before anything reads the records (under the
-    writers' lock, so never beside a kb mv still at work)."""
+    """A kb mv killed part way is finished, or undone, before anything reads the records (under the
+    writers' lock, so never beside a kb mv still at work). Its journal is kb's own state, outside the
+    repository: a file a commit carries is never replayed."""
     from kbtools.atomic import writers_lock
-    from kbtools.authoring.move import JOURNAL, complete_interrupted_move
+    from kbtools.authoring.journal import journal_path, recover
+    from kbtools.state import StateUnavailable
 
-    if (settings.root / JOURNAL).is_file():
+    try:
+        pending = journal_path(settings.root).is_file()
+    except StateUnavailable:
+        return
+    if pending:
         with writers_lock(settings.records_path):
-            if complete_interrupted_move(settings):
-                print("kb: finished a kb mv that was interrupted", file=sys.stderr)
+            _, message = recover(settings.root, settings.records_dir)
+            if message:
+                _say("", message)
 
 
 def _say(command: str, message: object) -> None:
@@ -537,7 +544,8 @@ def _say(command: str, message: object) -> None:
     name or key the user passed (or a config carried) can neither forge a line nor drive the terminal."""
     from kbtools.outputs.report import one_line
 
-    print(f"kb {command}: {one_line(str(message))}", file=sys.stderr)
+    prefix = f"kb {command}: " if command else "kb: "
+    print(prefix + one_line(str(message)), file=sys.stderr)
 
 
 def _guarded(handler) -> int:

@@ -124,30 +124,7 @@ def test_an_ambiguous_link_to_the_record_is_refused(repo):
     assert tree(repo) == before
 
 
-def test_killed_after_its_commit_point_the_next_kb_finishes_the_move(repo, tmp_path):
-    expected_root = tmp_path / "expected"
-    shutil.copytree(repo, expected_root)
-    assert kb(expected_root, "mv", f"interconnects/{OLD}", NEW).returncode == 0
-    killed = kb(repo, "mv", f"interconnects/{OLD}", NEW, KB_TEST_STOP_AFTER_RENAMES="5")
-    assert killed.returncode == 137
-    half = tree(repo)
-    assert half != tree(expected_root)  # killed in the middle: some files renamed, others not
-    check = kb(repo, "check")
-    assert "kb: finished a kb mv that was interrupted" in check.stderr
-    assert check.returncode == 0, check.stdout[-2000:]
-    assert tree(repo) == tree(expected_root)
-
-
-def test_killed_before_its_commit_point_nothing_changed(repo):
-    before = tree(repo)
-    killed = kb(repo, "mv", f"interconnects/{OLD}", NEW, KB_TEST_STOP_BEFORE_COMMIT="1")
-    assert killed.returncode == 137
-    visible = {rel: d for rel, d in tree(repo).items() if not Path(rel).name.startswith(".")}
-    assert visible == before  # only hidden temporaries were written
-    assert kb(repo, "check").returncode == 0
-    # the next writer clears the temporaries, and the move can be made again
-    assert kb(repo, "mv", f"interconnects/{OLD}", NEW).returncode == 0
-    assert not [rel for rel in tree(repo) if Path(rel).name.startswith(".")]
+# Kills at every step, edits saved meanwhile and planted journals: tests/test_move_journal.py
 
 
 def test_a_move_to_another_type_is_refused_where_a_reference_wants_the_old_type(repo):

@@ -5,30 +5,25 @@ a `dir/id.field` or `field[id]` inside an `{{ inline value }}`, and a hardware p
 `param(x, 'id')` of a formula. Each is rewritten in place, in the form it was written (a bare id
 stays bare), so comments, quoting and layout are kept byte for byte.
 
-All or nothing: every new file is written and synced beside its target first, then a journal naming
-them is committed, then the renames are done. A kb killed before the journal leaves every file as it
-was; one killed after it is finished by the next kb command (complete_interrupted_move), which
-replays the journal.
+All or nothing (kbtools.authoring.journal): a kb killed at any point leaves, after the next kb command,
+every file as it was or every file moved; an edit saved meanwhile is never lost.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, replace_file, temporary_beside, writers_lock
+from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, writers_lock
+from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
 from kbtools.check.links import QUALIFIED, Index, iter_references
 from kbtools.corpus import Corpus, Record, Settings
+from kbtools.ids import id_problem
 from kbtools.lang.markdown import scan_body
-
-JOURNAL = Path(".kb-cache") / "move-journal.json"
-ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 @dataclass
@@ -72,8 +67,9 @@ def plan_move(corpus: Corpus, what: str, to: str) -> Move:
         raise AuthoringError(f"no record '{what}'")
     new_dir, _, new_id = to.rpartition("/")
     new_dir = new_dir or record.dir
-    if not ID.match(new_id):
-        raise AuthoringError(f"'{new_id}' is not a valid id (lower-case words joined by hyphens, e.g. nvidia-h200-sxm)")
+    problem = id_problem(new_id)
+    if problem:
+        raise AuthoringError(f"'{new_id}' is not a valid id: {problem}")
     new_type = corpus.registry.by_dir(new_dir)
     if new_type is None:
         raise AuthoringError(f"no record type keeps its records in {new_dir}/ (x-kb-dir of a schema)")
@@ -228,90 +224,31 @@ def rewritten(text: str, edits: list[Edit], rel: str) -> str:
 
 
 def apply_move(settings: Settings, corpus: Corpus, move: Move) -> list[tuple[str, Edit]]:
-    """Do the move, all or nothing; the edits made, by file."""
+    """Do the move, all or nothing (kbtools.authoring.journal); the edits made, by file."""
     root = settings.root
+    rewrite = Rewrite(root, settings.records_dir, f"{move.source.key} -> {move.new_key}")
     with writers_lock(settings.records_path):
-        complete_interrupted_move(settings)
+        recover(root, settings.records_dir)
         remove_stale_temporaries(settings.records_path)  # a kb killed before its commit point left only these
-        writes: list[tuple[str, str]] = []  # (relative target, new text)
         for rel, edits in sorted(move.edits.items()):
             record = corpus.records.get(rel[len(settings.records_dir) + 1 : -3])
             raw = (root / rel).read_bytes()
             if record is not None and record.digest and digest(raw) != record.digest:
                 raise ChangedMeanwhile(f"{rel} changed while kb worked on it; nothing was changed (run kb mv again)")
-            target = move.new_path if rel == move.source.path else rel
-            writes.append((target, rewritten(raw.decode("utf-8"), edits, rel)))
+            text = rewritten(raw.decode("utf-8"), edits, rel)
+            if rel == move.source.path:
+                rewrite.write(move.new_path, text, None)
+            else:
+                rewrite.write(rel, text, raw)
+        source = (root / move.source.path).read_bytes()
         if move.source.path not in move.edits:  # a record with no id line and no self-reference: moved as it is
-            writes.append((move.new_path, (root / move.source.path).read_text(encoding="utf-8")))
-        _commit(root, writes, remove=move.source.path)
+            rewrite.write(move.new_path, source.decode("utf-8"), None)
+        rewrite.delete(move.source.path, source)
+        try:
+            rewrite.commit()
+        except OSError as exc:
+            where = exc.filename or settings.records_dir
+            raise AuthoringError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed") from exc
     return [
         (rel, e) for rel, edits in sorted(move.edits.items()) for e in sorted(edits, key=lambda e: (e.line, e.column))
     ]
-
-
-def _commit(root: Path, writes: list[tuple[str, str]], remove: str) -> None:
-    staged: list[tuple[str, str]] = []
-    try:
-        for rel, text in writes:
-            target = root / rel
-            tmp = temporary_beside(target, text, os.stat(target) if target.exists() else None)
-            staged.append((tmp.relative_to(root).as_posix(), rel))
-        journal = root / JOURNAL
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        if os.environ.get("KB_TEST_STOP_BEFORE_COMMIT"):  # the kill-before-the-commit-point test's hook
-            os._exit(137)
-        _write_journal(journal, {"renames": staged, "remove": remove})
-    except BaseException:
-        for written, _ in staged:
-            (root / written).unlink(missing_ok=True)
-        raise
-    _replay(root, journal)
-
-
-def _write_journal(journal: Path, body: dict) -> None:
-    replace_file(
-        journal, json.dumps(body)
-    )  # the commit point: from here on the move is finished, now or by the next kb
-    _sync_directory(journal.parent)
-
-
-def _sync_directory(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _replay(root: Path, journal: Path) -> int:
-    """Finish a committed move: each staged file into place, then the old file removed. Idempotent."""
-    try:
-        body = json.loads(journal.read_text(encoding="utf-8"))
-        renames = [(str(a), str(b)) for a, b in body["renames"]]
-        remove = str(body["remove"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
-    stop = int(os.environ.get("KB_TEST_STOP_AFTER_RENAMES", "-1"))  # the kill-in-the-middle test's hook
-    done = 0
-    for tmp, target in renames:
-        if stop >= 0 and done == stop:
-            os._exit(137)
-        if (root / tmp).exists():
-            os.replace(root / tmp, root / target)
-            done += 1
-    targets = {target for _, target in renames}
-    if remove not in targets:
-        (root / remove).unlink(missing_ok=True)
-    journal.unlink(missing_ok=True)
-    _sync_directory(journal.parent)
-    return len(renames)
-
-
-def complete_interrupted_move(settings: Settings) -> int:
-    """Finish a kb mv that was killed after its commit point (every kb command calls this first)."""
-    if not (settings.root / JOURNAL).is_file():
-        return 0
-    return _replay(settings.root, settings.root / JOURNAL)
