@@ -246,6 +246,9 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     except OutputError as exc:
         _say("build", exc)
         return EXIT_USAGE
+    except OSError as exc:  # a full disk, a read-only file system: the site is staged apart, so the old one stands
+        _say("build", f"cannot write {exc.filename or out}: {exc.strerror or exc}; the site at {out} is unchanged")
+        return EXIT_USAGE
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
     print(f"built {pages} record pages into {out}")
@@ -392,28 +395,17 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.export import metadata_path, write_json, write_metadata, write_sqlite
-    from kbtools.site.publish import OutputError, check_export
+    from kbtools.outputs.export import export
+    from kbtools.site.publish import OutputError
 
     if not args.sqlite and not args.json:
         print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
         return EXIT_USAGE
-    metadata = metadata_path(args.sqlite) if args.sqlite else None
     try:
-        for kind, target in (("sqlite", args.sqlite), ("metadata", metadata), ("json", args.json)):
-            if target:
-                check_export(target, settings, kind)
+        print(export(settings, args.sqlite, args.json, lambda: check_corpus(settings, use_cache=True, complete=True)))
     except OutputError as exc:
         _say("export", exc)
         return EXIT_USAGE
-    corpus = check_corpus(settings, use_cache=True, complete=True)
-    if args.sqlite and metadata:
-        write_sqlite(corpus, args.sqlite)
-        write_metadata(corpus, metadata, args.sqlite.stem)
-        print(f"wrote {args.sqlite} and {metadata} (datasette {args.sqlite} --metadata {metadata})")
-    if args.json:
-        write_json(corpus, args.json)
-        print(f"wrote {args.json}")
     return EXIT_OK
 
 
@@ -444,7 +436,7 @@ def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple
         files = [settings.root / rel for rel in found]
     changed = errors = 0
     for path in files:
-        result = format_file(path, registry, args.check)
+        result = format_file(path, registry, args.check, settings.records_path)
         shown = one_line(_relative(path, settings) or str(path))
         if result.error:
             errors += 1

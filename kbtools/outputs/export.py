@@ -4,18 +4,43 @@ Quantities are stored in their field's canonical unit with a `<field>_unit` colu
 them; columns are typed (REAL, INTEGER, TEXT); every cost, for_each rows included, is a row of
 `costs`. Beside the SQLite file goes Datasette's metadata (titles, descriptions, units, labels):
 `datasette kb.sqlite --metadata kb.metadata.json`. Computed values are included and flagged in
-the JSON. Files are written atomically.
+the JSON.
+
+kb replaces a file only when it carries kb's mark, which only kb writes: the SQLite database its
+application id, each JSON file a leading "generator" key. A file that merely begins like an export (every
+SQLite database begins `SQLite format 3`) is the user's and is refused, as is one file named for two
+outputs, before anything is written. Each output is written to a temporary beside it whose name carries
+kb's mark, then renamed into place under the directory's lock; the SQLite temporary keeps no rollback
+journal (it is thrown away whole if anything fails), so a killed export leaves only kb-marked
+temporaries, which the next export into that directory removes.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
 import sqlite3
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kbtools.atomic import staged
-from kbtools.corpus import Corpus
+from kbtools import __version__
+from kbtools.corpus import Corpus, Settings
+from kbtools.site.publish import OutputError, build_lock, protected_paths
+
+# SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
+# is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII
+# letters. b"kbex" (0x6B626578) is not taken there, so it tells a database kb wrote from every
+# other SQLite file, all of which begin with the same 16 bytes.
+KB_APPLICATION_ID = int.from_bytes(b"kbex", "big")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+# the first key of every JSON file kb writes; a user's JSON has no reason to begin with it
+GENERATOR = f"kb export {__version__}"
+_JSON_MARK = re.compile(rb'\A\{\s*"generator"\s*:\s*"kb export ')
+_HEAD = 256  # bytes enough to hold either mark, however large the file
 
 
 def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
@@ -141,6 +166,7 @@ def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
     tables["ranges"] = {"description": "Figures that competing sourced values make a range, with its ends"}
     tables["diagnostics"] = {"description": "What kb check reported when this export was made"}
     return {
+        "generator": GENERATOR,
         "source": "kb export",
         "title": corpus.settings.title,
         "databases": {database: {"tables": tables}},
@@ -149,7 +175,7 @@ def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
 
 def write_metadata(corpus: Corpus, path: Path, database: str) -> None:
     text = json.dumps(datasette_metadata(corpus, database), indent=1, ensure_ascii=False)
-    _atomic(path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
+    _replace("metadata", path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
 
 
 def metadata_path(sqlite: Path) -> Path:
@@ -159,6 +185,7 @@ def metadata_path(sqlite: Path) -> Path:
 
 def to_json(corpus: Corpus) -> dict[str, Any]:
     return {
+        "generator": GENERATOR,
         "records": [
             {
                 "key": key,
@@ -175,13 +202,9 @@ def to_json(corpus: Corpus) -> dict[str, Any]:
     }
 
 
-def _atomic(path: Path, write) -> None:
-    with staged(path) as tmp:
-        write(tmp)
-
-
 def write_json(corpus: Corpus, path: Path) -> None:
-    _atomic(
+    _replace(
+        "json",
         path,
         lambda tmp: tmp.write_text(
             json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str), encoding="utf-8"
@@ -197,9 +220,11 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
     views = {key: record_values(corpus, key) for key in corpus.records}  # once: the tables, costs and ranges
 
     def write(tmp: Path) -> None:
-        tmp.unlink(missing_ok=True)
         db = sqlite3.connect(tmp)
         try:
+            # no rollback journal to leave behind: a temporary that fails part way is discarded whole
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute(f"PRAGMA application_id={KB_APPLICATION_ID}")  # first, so even a killed run's is marked
             for type_name, record_type in sorted(corpus.registry.types.items()):
                 # every field of the type, the envelope's first; the type is the table
                 fields = [f for f in record_type.property_order if f != "type"]
@@ -258,4 +283,130 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
         finally:
             db.close()
 
-    _atomic(path, write)
+    _replace("sqlite", path, write)
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of `path` when it is a regular file (read through no link, never blocking on a
+    FIFO); None when it is anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, _HEAD) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)
+
+
+def _carries_mark(head: bytes, kind: str) -> bool:
+    if kind == "sqlite":
+        return head.startswith(_SQLITE_HEADER) and head[68:72] == KB_APPLICATION_ID.to_bytes(4, "big")
+    return _JSON_MARK.match(head) is not None
+
+
+def _refuse_unless_kbs(kind: str, path: Path) -> None:
+    """OutputError unless `path` is absent or an earlier export of this kind, by kb's mark on it."""
+    if path.is_symlink():
+        raise OutputError(f"{path} is a symlink; kb does not write through links: name the real file")
+    if not path.exists():
+        return
+    head = _head(path)
+    if head is None:
+        raise OutputError(f"{path} exists and is not a file")
+    if not _carries_mark(head, kind):
+        raise OutputError(
+            f"{path} exists and is not an earlier kb {kind} export; kb replaces only files bearing its mark, "
+            "which an export by an older kb lacks: delete it by hand or choose another path"
+        )
+
+
+def _check_target(settings: Settings, kind: str, path: Path) -> None:
+    resolved = path.resolve()
+    for protected, what, may_hold_site in protected_paths(settings):
+        if not may_hold_site and resolved.is_relative_to(protected):
+            raise OutputError(f"{path} lies inside {what} ({protected}); write the export elsewhere")
+    _refuse_unless_kbs(kind, path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two names reach one file: `./x` and `x`, or through a symlinked directory or a hard link."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
+def _temporary_prefix(path: Path) -> str:
+    return f".{path.name}.kb-export-"
+
+
+def _debris(path: Path) -> re.Pattern[str]:
+    return re.compile(re.escape(_temporary_prefix(path)) + r"[0-9a-f]{8}")
+
+
+def _remove_debris(path: Path) -> None:
+    """The temporaries a killed export of `path` left: named by kb, and empty or bearing kb's mark, so a
+    user's file that only looks like one is kept. Called under the directory's lock, so none is a live
+    export's."""
+    named = _debris(path)
+    for entry in os.scandir(path.parent):
+        if named.fullmatch(entry.name):
+            head = _head(Path(entry.path))
+            if head is not None and (head == b"" or any(_carries_mark(head, kind) for kind in ("sqlite", "json"))):
+                os.unlink(entry.path)
+
+
+def _replace(kind: str, path: Path, write: Callable[[Path], object]) -> None:
+    """`write` a kb-marked temporary beside `path`, then rename it into place: a reader, or a kill, sees
+    the old file or the new one. The target is checked again just before the rename, so a file the user
+    put there meanwhile is kept."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with build_lock(path):
+            _remove_debris(path)
+            tmp = path.with_name(_temporary_prefix(path) + secrets.token_hex(4))
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # a new file's mode, by the umask
+            try:
+                write(tmp)
+                _refuse_unless_kbs(kind, path)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def export(settings: Settings, sqlite: Path | None, json_path: Path | None, checked: Callable[[], Corpus]) -> str:
+    """`kb export`: the corpus `checked` returns, as SQLite at `sqlite` (its Datasette metadata beside it)
+    and/or JSON at `json_path`; what to tell the user. Every target is checked before the corpus is, so a
+    refusal (OutputError) leaves everything as it was: one file named for two outputs, a path inside the
+    repository's records or schemas, a link, or an existing file without kb's mark."""
+    metadata = metadata_path(sqlite) if sqlite else None
+    targets = [
+        (kind, path, named)
+        for kind, path, named in (
+            ("sqlite", sqlite, f"--sqlite {sqlite}"),
+            ("metadata", metadata, f"the Datasette metadata of --sqlite, {metadata}"),
+            ("json", json_path, f"--json {json_path}"),
+        )
+        if path
+    ]
+    for i, (_, path, named) in enumerate(targets):
+        for _, other, other_named in targets[i + 1 :]:
+            if _same_file(path, other):
+                raise OutputError(f"{named} and {other_named} name the same file; give each its own")
+    for kind, path, _ in targets:
+        _check_target(settings, kind, path)
+    corpus = checked()
+    said = []
+    if sqlite and metadata:
+        write_sqlite(corpus, sqlite)
+        write_metadata(corpus, metadata, sqlite.stem)
+        said.append(f"wrote {sqlite} and {metadata} (datasette {sqlite} --metadata {metadata})")
+    if json_path:
+        write_json(corpus, json_path)
+        said.append(f"wrote {json_path}")
+    return "\n".join(said)
