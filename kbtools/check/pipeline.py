@@ -41,9 +41,27 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     # the configuration's severities apply to what is reported and to what blocks a build, never to what
     # the cache keeps: changing a severity needs no recheck
     known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
-    problems = [*settings.config_problems, *unknown_codes(settings, known)]
+    problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     return replace(corpus, diagnostics=tuple(diagnostics))
+
+
+def _missing_records(settings: Settings) -> list[Diagnostic]:
+    """A records path that does not exist (a typo in the configuration, a repository without records/) would
+    check nothing and pass; it is an error that names the path."""
+    if settings.records_path.is_dir():
+        return []
+    return [
+        Diagnostic.make(
+            "KB112",
+            settings.records_dir,
+            1,
+            1,
+            f"the records directory {settings.records_dir}/ does not exist under {settings.root}, so no record was "
+            "checked",
+            hint='create it, or set records = "..." in kb.toml or [tool.kb] of pyproject.toml',
+        )
+    ]
 
 
 # Link breakage anywhere is reported even when only some files are named: a

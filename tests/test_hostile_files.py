@@ -1,0 +1,139 @@
+"""Files kb reads or writes that are not what they seem (issue 30, items 9 and 12): a record that is a
+symlink under kb fmt, a type directory that is a symlink, a full disk under kb check and kb build, a
+4.9 MB frontmatter string under kb fmt, and a records path that does not exist."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import KB_SCRIPT, REPO
+
+UNFORMATTED = (
+    "---\nname: N\nid: {id}\ntype: engine\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nsources: [src-a]\n"
+    "kind: serving-engine\n{filler}---\nUses [[src-a]].\n"
+)
+
+
+def fmt(root: Path, *paths: str) -> subprocess.CompletedProcess:
+    return subprocess.run([KB_SCRIPT, "--root", str(root), "fmt", *paths], capture_output=True, text=True, timeout=300)
+
+
+def test_kb_fmt_on_a_record_that_is_a_symlink_keeps_the_link_and_formats_its_target(kb):
+    kb.source()
+    target = kb.write("records/engines/real.md", UNFORMATTED.format(id="real", filler=""), dedent=False)
+    link = kb.root / "records" / "engines" / "alias.md"
+    os.symlink("real.md", link)
+    result = fmt(kb.root, str(link))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == "real.md"
+    assert target.read_text().startswith("---\nid: real\n")  # formatted, in place of the link's target
+
+
+def test_kb_fmt_never_writes_through_a_link_that_leaves_the_records(kb, tmp_path):
+    kb.source()
+    outside = tmp_path / "outside.md"
+    outside.write_text(UNFORMATTED.format(id="out", filler=""))
+    before = outside.read_bytes()
+    link = kb.root / "records" / "engines" / "out.md"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, link)
+    result = fmt(kb.root, str(link))
+    assert result.returncode == 1 and "symlink to a file outside records/" in result.stderr, result.stderr
+    assert link.is_symlink() and outside.read_bytes() == before
+
+
+def test_kb_fmt_does_not_follow_a_type_directory_that_is_a_symlink_within_the_repository(kb):
+    kb.source()
+    elsewhere = kb.root / "drafts"
+    elsewhere.mkdir()
+    record = elsewhere / "x.md"
+    record.write_text(UNFORMATTED.format(id="x", filler=""))
+    before = record.read_bytes()
+    shutil.rmtree(kb.root / "records" / "engines", ignore_errors=True)
+    os.symlink("../drafts", kb.root / "records" / "engines")
+    check = kb.check()
+    assert check.find("KB112"), check.out  # kb check does not follow it either
+    for paths in ([str(kb.root / "records" / "engines" / "x.md")], []):
+        result = fmt(kb.root, *paths)
+        assert "Traceback" not in result.stderr
+        assert record.read_bytes() == before, paths
+    assert "is a symlink to a directory" in fmt(kb.root, str(kb.root / "records/engines/x.md")).stderr
+
+
+def test_a_frontmatter_string_of_4_9_mb_is_formatted_on_one_line(kb):
+    kb.source()
+    filler = 'notes: "' + "word " * 980_000 + '"\n'
+    path = kb.write("records/engines/x.md", UNFORMATTED.format(id="x", filler=filler), dedent=False)
+    result = fmt(kb.root, str(path))
+    assert result.returncode == 0, result.stderr
+    text = path.read_text()
+    assert text.startswith("---\nid: x\n")
+    notes = [line for line in text.splitlines() if line.startswith("notes:")]
+    assert len(notes) == 1 and len(notes[0]) > 4_900_000  # not folded into a thousand lines
+    assert kb.check().exit_code == 0
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A knowledge base on a 3 MB file system, filled to the last byte after it was copied there."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("needs a tmpfs mount (root)")
+    try:
+        root = mnt / "kb"
+        shutil.copytree(REPO / "schema", root / "schema")
+        (root / "records" / "engines").mkdir(parents=True)
+        (root / "records" / "sources").mkdir()
+        (root / "records" / "sources" / "src-a.md").write_text(
+            "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
+            "kind: docs\norigin: first-party\npublisher: P\nurl: https://example.org/a\n---\nA source.\n"
+        )
+        (root / "records" / "engines" / "x.md").write_text(UNFORMATTED.format(id="x", filler=""))
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass  # full
+        finally:
+            os.close(fd)
+        yield root
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_under_kb_check_still_checks(full_disk):
+    result = subprocess.run([KB_SCRIPT, "--root", str(full_disk), "check"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KB900" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+    assert "checked 2 records" in result.stdout
+
+
+def test_a_full_disk_under_kb_build_is_a_clear_refusal(full_disk):
+    result = subprocess.run(
+        [KB_SCRIPT, "--root", str(full_disk), "build", "--no-search"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "KB900" not in result.stderr and "Traceback" not in result.stderr
+    assert "No space left on device" in result.stderr and "is unchanged" in result.stderr
+
+
+def test_a_records_path_that_does_not_exist_is_an_error_naming_it(kb):
+    kb.source()
+    kb.write("kb.toml", 'records = "recrods"\n')
+    result = kb.check()
+    assert result.exit_code == 1
+    assert result.find("KB112") and "recrods/ does not exist" in result.out, result.out
+    built = kb.run("build", "--no-search")
+    assert built.exit_code == 1  # refused: no empty site is published
+
+
+def test_a_repository_without_records_is_an_error(kb):
+    shutil.rmtree(kb.root / "records")
+    result = kb.check()
+    assert result.exit_code == 1 and "records/ does not exist" in result.out, result.out
