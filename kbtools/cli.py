@@ -428,9 +428,8 @@ def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple
     from kbtools.outputs.report import one_line
 
     if args.paths:
-        files = [
-            Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"
-        ]  # not resolve(): a symlink loop is that file's error
+        # not resolve(): a symlink loop is that file's error; a file named twice is formatted once
+        files = list(dict.fromkeys(Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"))
     else:
         found, _ = discover(settings, registry)
         files = [settings.root / rel for rel in found]

@@ -752,7 +752,7 @@ OTHER_CASES = [
     (
         "export",
         "`kb export` onto a record, into schema/, or onto a user's JSON file",
-        "refuses; replaces only its own earlier exports",
+        "refuses; replaces only its own earlier exports, those bearing its mark",
         "test_export_never_overwrites_a_users_file_or_a_record",
     ),
     (
@@ -818,7 +818,146 @@ OTHER_CASES = [
         "test_the_cache_leaves_no_temporaries",
     ),
     ("report", "a file name with a space and a #", "SARIF URIs percent-encoded", "test_sarif_uris_are_percent_encoded"),
+    # issue 30: planted and stale state, kills, and every command as hard to break as kb check
+    (
+        "mv",
+        "a journal committed in the repository (.kb-cache/move-journal.json) that deletes an absolute path, renames"
+        " over ../, renames a record to .git/hooks/pre-commit, deletes a record, or names a directory",
+        "never read, by check, build, query or fmt: kb's journal lives in the user's cache directory; nothing changes",
+        "test_move_journal.py::test_a_journal_committed_in_the_repository_is_never_replayed",
+    ),
+    (
+        "mv",
+        "a journal in kb's own place naming .git/hooks/pre-commit, records/../, or an absolute path",
+        "ignored with a message and removed; nothing changes",
+        "test_move_journal.py::test_a_journal_in_kbs_own_place_naming_paths_outside_the_records_is_refused",
+    ),
+    (
+        "mv",
+        "`kb mv` killed at each of its steps in turn",
+        "after the next kb command, the old corpus or the new one, byte for byte, and no temporary",
+        "test_move_journal.py::test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_command",
+    ),
+    (
+        "mv",
+        "an editor's save to a file `kb mv` rewrites, landing at each step of its staging",
+        "the move is refused, the save kept, nothing changed",
+        "test_move_journal.py::test_an_edit_saved_while_kb_mv_stages_is_never_lost",
+    ),
+    (
+        "mv",
+        "`kb mv` killed at each step, then a record it rewrites saved by an editor",
+        "the next command finishes or undoes the move around the save; the save is kept",
+        "test_move_journal.py::test_an_edit_saved_at_any_step_is_kept",
+    ),
+    (
+        "mv",
+        "a move killed after its commit point, then `git stash -u; git checkout .`",
+        "not replayed blindly: the digests differ, the move is undone, the corpus is as before",
+        "test_move_journal.py::test_after_a_working_tree_reset_a_killed_moves_journal_is_not_replayed_blindly",
+    ),
+    (
+        "mv",
+        "a new id with a trailing newline, of 150 characters, or ../x",
+        "refused (exit 2) by the one id rule kb applies everywhere; nothing changes",
+        "test_move_journal.py::test_an_id_kb_mv_cannot_use_is_refused_and_nothing_changes",
+    ),
+    (
+        "mv",
+        "a full disk or a read-only file system under `kb mv`",
+        "refused (exit 2) with the system's reason; nothing changes",
+        "test_move_journal.py::test_a_full_disk_or_a_read_only_records_directory_is_a_refusal_not_an_internal_error",
+    ),
+    (
+        "fmt",
+        "`kb fmt` on a record that is a symlink to a record",
+        "the link kept, its target formatted",
+        "test_hostile_files.py::test_kb_fmt_on_a_record_that_is_a_symlink_keeps_the_link_and_formats_its_target",
+    ),
+    (
+        "fmt",
+        "`kb fmt` on a record that is a symlink to a file outside records/",
+        "KB112; the outside file is never written",
+        "test_hostile_files.py::test_kb_fmt_never_writes_through_a_link_that_leaves_the_records",
+    ),
+    (
+        "fmt",
+        "a type directory that is a symlink within the repository",
+        "KB112 under check and fmt; nothing through it is read or written",
+        "test_hostile_files.py::test_kb_fmt_does_not_follow_a_type_directory_that_is_a_symlink_within_the_repository",
+    ),
+    (
+        "fmt",
+        "a 4.9 MB frontmatter string",
+        "formatted on one line, not folded",
+        "test_hostile_files.py::test_a_frontmatter_string_of_4_9_mb_is_formatted_on_one_line",
+    ),
+    (
+        "cache",
+        "a full disk under `kb check` (the cache cannot be written)",
+        "checked all the same; no KB900",
+        "test_hostile_files.py::test_a_full_disk_under_kb_check_still_checks",
+    ),
+    (
+        "build",
+        "a full disk under `kb build`",
+        "refused (exit 2) with the system's reason; the published site is unchanged",
+        "test_hostile_files.py::test_a_full_disk_under_kb_build_is_a_clear_refusal",
+    ),
+    (
+        "file",
+        "a records path that does not exist (a typo in kb.toml)",
+        "KB112 naming the path (exit 1); kb build refuses to publish an empty site",
+        "test_hostile_files.py::test_a_records_path_that_does_not_exist_is_an_error_naming_it",
+    ),
+    (
+        "file",
+        "a repository without records/",
+        "KB112 naming the path (exit 1)",
+        "test_hostile_files.py::test_a_repository_without_records_is_an_error",
+    ),
+    (
+        "export",
+        "`--sqlite` naming a user's SQLite database (accounts.sqlite with a users table)",
+        "refused (exit 2): only a database bearing kb's application id is replaced; the file is byte-identical",
+        "test_hostile_export.py::test_a_users_sqlite_database_is_refused_and_left_byte_identical",
+    ),
+    (
+        "export",
+        "a user's JSON that begins like an export, or a metadata file that begins like kb's",
+        "refused (exit 2); every file kept",
+        "test_hostile_export.py::test_a_users_json_that_begins_like_an_export_is_refused_and_kept",
+    ),
+    (
+        "export",
+        "kb's own earlier SQLite and JSON export",
+        "replaced: each carries kb's mark; no temporary left",
+        "test_hostile_export.py::test_kbs_own_earlier_export_is_replaced_and_carries_kbs_mark",
+    ),
+    (
+        "export",
+        "an export written by a kb before the mark",
+        "refused, saying to delete it by hand or choose another path",
+        "test_hostile_export.py::test_an_export_by_the_kb_before_the_mark_is_refused_with_what_to_do",
+    ),
+    (
+        "export",
+        "`--sqlite X --json X` (also ./X and X, through a symlinked directory, or --json onto the metadata file)",
+        "refused (exit 2) before anything is written",
+        "test_hostile_export.py::test_one_file_named_for_two_outputs_is_refused_before_anything_is_written",
+    ),
+    (
+        "export",
+        "an export killed mid-transaction or at the rename",
+        "no -journal file; only kb-marked temporaries, removed by the next export; a user's file named like one kept",
+        "test_hostile_export.py::test_a_killed_export_leaves_no_journal_and_the_next_export_removes_its_debris",
+    ),
 ]
+
+
+def test_path(test: str) -> str:
+    """`file.py::name` for a test in another file; a bare name is one of tests/test_reliability.py."""
+    return test if "::" in test else f"test_reliability.py::{test}"
 
 
 def render() -> str:
@@ -846,12 +985,12 @@ def render() -> str:
         )
     start += len(SITE_CASES)
     for number, (area, name, does, test) in enumerate(OTHER_CASES, start + 1):
-        lines.append(f"| {number} | {area} | {name} | {does} | tests/test_reliability.py::{test} |")
+        lines.append(f"| {number} | {area} | {name} | {does} | tests/{test_path(test)} |")
     total = len(CASES) + len(SITE_CASES) + len(OTHER_CASES)
     lines += [
         "",
         f"Total: {total} cases ({len(CASES)} through `kb check`, {len(SITE_CASES)} on the site, "
-        f"{len(OTHER_CASES)} on what kb writes and caches).",
+        f"{len(OTHER_CASES)} on what kb writes, caches, serves and replays).",
         "",
         "Also: the formula sandbox catalogue (tests/test_formula.py, 41 escape attempts plus bounded powers), and",
         "Hypothesis fuzzing of the loader, the formula parser and evaluator, the link finder and quantity",

@@ -137,3 +137,10 @@ def test_a_repository_without_records_is_an_error(kb):
     shutil.rmtree(kb.root / "records")
     result = kb.check()
     assert result.exit_code == 1 and "records/ does not exist" in result.out, result.out
+
+
+def test_a_record_named_twice_is_formatted_once(kb):
+    kb.source()
+    path = kb.write("records/engines/x.md", UNFORMATTED.format(id="x", filler=""), dedent=False)
+    result = fmt(kb.root, str(path), str(kb.root / "records" / "engines" / "." / "x.md"))
+    assert result.returncode == 0 and "1 records: 1 changed" in result.stdout, result.stdout
