@@ -19,7 +19,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
 from kbtools import __version__
@@ -31,12 +30,12 @@ from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity, unit_registry
 from kbtools.progress import track
-from kbtools.registry import DIR_PATTERN
+from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.charts import Bar, Roof, bar_chart, neighbourhood, roofline
 from kbtools.site.publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
-from kbtools.site.theme import Theme
+from kbtools.site.theme import Theme, ThemeError
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
@@ -76,13 +75,8 @@ class SiteBuilder:
             self.neighbours_out[source].add(target)
         self.registry = corpus.registry
         self.index = Index(corpus)
-        self.theme = Theme(corpus.settings.site_path)
-        self.env = Environment(
-            loader=self.theme.loader(),
-            autoescape=select_autoescape(default=True),
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        self.theme = Theme(corpus.settings)
+        self.env = self.theme.environment()
         self.env.filters["json_script"] = json_script
         self.env.filters["plural"] = plural
         self.errors_by_path: dict[str, list[Diagnostic]] = defaultdict(list)
@@ -97,6 +91,7 @@ class SiteBuilder:
             corpus, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else ""
         )
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
+        self.type_views = [type_view(t) for t in self.types_in_order]
         self.calculator = CalculatorExporter(corpus)  # each record's values in base units, exported once
         self.global_key = (
             f"{corpus.cache.key if corpus.cache else ''}:{self.theme.fingerprint()}:{self.index.fingerprint()}"
@@ -113,14 +108,19 @@ class SiteBuilder:
     def render(self, template: str, page: str, **context: Any) -> None:
         root = relative(page, "index.html").removesuffix("index.html") or "./"
         context.setdefault("title", "")
-        html = self.env.get_template(template).render(
-            root=root,
-            page=page,
-            types=self.types_in_order,
-            version=__version__,
-            site_title=self.corpus.settings.title,
-            **context,
-        )
+        try:
+            html = self.env.get_template(template).render(
+                root=root,
+                page=page,
+                types=self.type_views,
+                version=__version__,
+                site_title=self.corpus.settings.title,
+                **context,
+            )
+        except ThemeError:
+            raise
+        except Exception as exc:  # the theme is input: its failure is named, never an internal error
+            raise self.theme.error(exc, template) from None
         self.write(page, html)
 
     def build(self) -> int:
@@ -377,7 +377,7 @@ class SiteBuilder:
             "type_index.html",
             page,
             title=record_type.title,
-            record_type=record_type,
+            record_type=type_view(record_type),
             columns=columns,
             rows=rows,
             chart=Markup(chart),
@@ -487,7 +487,7 @@ class SiteBuilder:
             "record.html",
             page,
             title=str(record.data.get("name", key)),
-            record=record,
+            record=record_view(record),
             key=key,
             type_title=record_type.title if record_type else record.type,
             type_dir=record.dir,
@@ -665,6 +665,29 @@ class SiteBuilder:
         self.render("graph.html", "graph.html", title="Link graph", total=len(self.corpus.records))
 
 
+def type_view(record_type: RecordType) -> dict[str, Any]:
+    """What a template sees of a record type: data, not kb's object (theme.ThemeSandbox)."""
+    return {
+        "name": record_type.name,
+        "title": record_type.title,
+        "dir": record_type.dir,
+        "schema": record_type.schema,
+        "columns": list(record_type.columns),
+    }
+
+
+def record_view(record: Record) -> dict[str, Any]:
+    """What a template sees of a record: its frontmatter and where it lives."""
+    return {
+        "key": record.key,
+        "id": record.id,
+        "type": record.type,
+        "dir": record.dir,
+        "path": record.path,
+        "data": record.data,
+    }
+
+
 def plural(title: str) -> str:
     return title + ("es" if title.endswith(("s", "x", "ch", "sh")) else "s")
 
@@ -715,7 +738,8 @@ def run_pagefind(out: Path) -> str | None:
 
 def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str | None]:
     """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
-    OutputError when `out` is a place kb must not replace (see publish.check_output)."""
+    OutputError when `out` is a place kb must not replace (see publish.check_output); ThemeError (one)
+    when the theme cannot make it. The warning names the theme files left out and a search index not built."""
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
@@ -723,9 +747,12 @@ def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str
         remove_debris(resolved)
         staging = new_staging(resolved)
         try:
-            count = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None).build()
-            warning = run_pagefind(staging) if search else None
+            builder = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None)
+            count = builder.build()
+            warnings = list(builder.theme.problems)
+            if search:
+                warnings.append(run_pagefind(staging) or "")
             swap_in(staging, resolved)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return count, warning
+    return count, "; ".join(w for w in warnings if w) or None

@@ -6,19 +6,29 @@ terminal) and incremental: a warm check and only the pages whose inputs changed.
 with watchfiles (the operating system's change notifications). A page learns of a new build by asking
 /__kb/version once a second, from a script the server adds to every HTML page it sends: the pages
 on disk are exactly what `kb build` writes.
+
+The server holds drafts, so it answers only requests addressed to it: a Host header naming this
+machine by a loopback name or an IP address, at the port it listens on. A web page that points its own
+name at 127.0.0.1 (DNS rebinding) sends its own name and is refused, as webpack's and Vite's
+development servers refuse it. A malformed request gets a 400 and a client that hangs up mid-answer is
+ignored: the terminal shows builds and diagnostics, never a traceback.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import ipaddress
 import json
+import os
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
 from kbtools.corpus import Settings
+from kbtools.outputs.report import one_line
 
 RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebuilt
 (function () {
@@ -93,11 +103,69 @@ class Site:
         return bool(path.suffix)
 
 
+class DevServer(http.server.ThreadingHTTPServer):
+    """The HTTP server, with the names it answers to, and quiet about clients that go away."""
+
+    daemon_threads = True
+    names: frozenset[str] = frozenset()
+
+    def handle_error(self, request, client_address) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):  # a closed tab or a reload mid-answer: nothing went wrong here
+            return
+        print(
+            f"kb serve: a request failed: {type(error).__name__}: {one_line(str(error))}", file=sys.stderr, flush=True
+        )
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     site: Site
+    server: DevServer
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 (the base class's name)
         pass  # the terminal shows builds and diagnostics, not every request
+
+    def parse_request(self) -> bool:
+        """The base class's parsing, then the checks every request passes before anything is read for it."""
+        if not super().parse_request():
+            return False
+        refusal = self._host_refusal()
+        if refusal:
+            self._refuse(403, refusal)
+            return False
+        local = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0], errors="surrogatepass")
+        try:
+            os.fsencode(local)
+        except UnicodeEncodeError:
+            self._refuse(400, "the path is not a file name")
+            return False
+        if "\0" in local:
+            self._refuse(400, "the path holds a NUL byte")
+            return False
+        return True
+
+    def _host_refusal(self) -> str | None:
+        """Why the Host header does not name this server, or None when it does."""
+        given = self.headers.get("Host", "")
+        port = self.server.server_address[1]
+        asked = _host_and_port(given)
+        if asked is None:
+            return f"kb serve answers only requests for this machine (open the address kb serve printed); the Host header was {one_line(repr(given))}"
+        name, asked_port = asked
+        if asked_port != port or not (name in self.server.names or _ip_address(name)):
+            return f"kb serve does not answer for {one_line(given)}: open the address kb serve printed"
+        return None
+
+    def _refuse(self, status: int, text: str) -> None:
+        body = f"{text}\n".encode()
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 (the base class's name)
         path = self.path.split("?", 1)[0]
@@ -132,6 +200,35 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def _host_and_port(header: str) -> tuple[str, int] | None:
+    """A Host header's name (lower case, no brackets) and port (80 when it gives none); None when it is no
+    plain host[:port]."""
+    try:
+        parts = urllib.parse.urlsplit(f"//{header}")
+        port = 80 if parts.port is None else parts.port
+    except ValueError:  # a port that is no number, or out of range
+        return None
+    if not parts.hostname or parts.netloc != header or parts.username is not None:
+        return None
+    return parts.hostname, port
+
+
+def _ip_address(name: str) -> bool:
+    """An address, not a name: DNS rebinding needs a name, so an address in the Host header is safe."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def make_server(site: Site, out: Path, host: str, port: int) -> DevServer:
+    handler = type("SiteHandler", (Handler,), {"site": site})
+    server = DevServer((host, port), functools.partial(handler, directory=str(out)))
+    server.names = frozenset({"localhost", host.strip("[]").lower()})
+    return server
+
+
 def serve(settings: Settings, out: Path, host: str, port: int, search: bool = True) -> None:
     from watchfiles import watch
 
@@ -140,9 +237,7 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
 
     site = Site(settings, out, search, report)
     site.rebuild()
-    handler = type("SiteHandler", (Handler,), {"site": site})
-    server = http.server.ThreadingHTTPServer((host, port), functools.partial(handler, directory=str(out)))
-    server.daemon_threads = True
+    server = make_server(site, out, host, port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     print(f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
