@@ -15,9 +15,47 @@ sees what was not carried over.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kbtools.outputs.report import one_line
+
+# What kb reads of a config is bounded, so a hostile one is refused at once, by name. Real configs nest
+# three or four levels (text_config > rope_scaling > ...); their numbers have at most 8 digits.
+MAX_DEPTH = 32
+MAX_DIGITS = 20  # past 64 bits: no count or size; a longer number is never made an int
+# The largest a number kb reads may be: generous caps, far past any real model, that keep a typo or an
+# attack out of a draft. Layers: the deepest models have ~130 (Llama 3.1 405B: 126). Heads and experts:
+# the most is a few hundred (DeepSeek V3: 256 experts, 128 heads). Widths (hidden, FFN, head dims,
+# ranks, vocabulary): the widest are ~10^5 (FFN 73,728; vocabularies 262,144). Token lengths (context,
+# windows, chunks): the longest context is ~10^7 (Llama 4 Scout: 10,485,760).
+MAX_LAYERS = 10_000
+MAX_COUNT = 1_000_000
+MAX_WIDTH = 10_000_000  # also the cap of any key the schema maps and this table does not name
+MAX_TOKENS = 1_000_000_000
+_MAXIMUM = {
+    "num_hidden_layers": MAX_LAYERS,
+    "full_attention_interval": MAX_LAYERS,
+    **dict.fromkeys(
+        (
+            "num_attention_heads",
+            "num_key_value_heads",
+            "num_local_experts",
+            "n_routed_experts",
+            "num_experts",
+            "num_experts_per_tok",
+            "n_shared_experts",
+            "index_n_heads",
+            "linear_num_value_heads",
+            "linear_num_key_heads",
+        ),
+        MAX_COUNT,
+    ),
+    **dict.fromkeys(("max_position_embeddings", "sliding_window", "attention_chunk_size", "index_topk"), MAX_TOKENS),
+}
+MAX_UNMAPPED_SHOWN = 50  # unknown keys named after a draft is written; the rest counted
 
 # keys read below across several fields, or knowingly not carried over (tokeniser ids, training knobs)
 _STRUCTURAL = {
@@ -92,32 +130,96 @@ class ConfigError(Exception):
 class Reading:
     fields: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # how a field was read, written into the record
-    unmapped: list[str] = field(default_factory=list)  # keys kb does not know
+    # keys kb does not know, as a person is shown them: escaped, cut short, the first MAX_UNMAPPED_SHOWN
+    # and then how many more
+    unmapped: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # fields the config does not settle
 
 
 def load_config(path: Path) -> dict[str, Any]:
+    """The config as data, read the way kb reads a record (kbtools.check.load.read_regular): opened without
+    blocking, a FIFO, device or directory refused by fstat unread, at most MAX_RECORD_BYTES (5 MiB; a
+    real config.json is a few KB) read. Nested at most MAX_DEPTH deep; a number too long to be a count
+    becomes a LongNumber, refused by name only where kb reads it."""
+    from kbtools.check.load import MAX_RECORD_BYTES, LoadError, read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        raw, _ = read_regular(path)
+    except LoadError as exc:
+        if exc.code == "KB113":
+            raise ConfigError(
+                f"{path}: it is larger than {MAX_RECORD_BYTES >> 20} MiB; a config.json is a few KB (it was not read)"
+            ) from None
+        raise ConfigError(f"{path}: {exc.message}") from None
     try:
-        data = json.loads(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (at byte {exc.start + 1})") from None
+    too_deep = ConfigError(f"{path}: nested more than {MAX_DEPTH} levels deep; a config.json is a few levels at most")
+    try:
+        data = json.loads(text, parse_int=_number)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:  # json's C scanner recurses per level: far past MAX_DEPTH it gives up first
+        raise too_deep from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1:1: a config.json is one JSON object, not {type(data).__name__}")
+    if _depth(data) > MAX_DEPTH:
+        raise too_deep
     return data
 
 
-def _int(config: dict, key: str, path: Path, minimum: int = 0) -> int | None:
+class LongNumber:
+    """A JSON integer of more than MAX_DIGITS digits: no count or size in any config, kept as its length
+    only (Python refuses to make an int of over 4,300 digits, and a draft must never carry one)."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"a {self.digits}-digit number"
+
+
+def _number(text: str) -> int | LongNumber:
+    digits = len(text.lstrip("-"))
+    return LongNumber(digits) if digits > MAX_DIGITS else int(text)
+
+
+def _depth(data: Any) -> int:
+    """How deep objects and arrays nest (the config itself is 1), walked without recursion; stops once
+    past MAX_DEPTH."""
+    deepest, stack = 0, [(data, 1)]
+    while stack and deepest <= MAX_DEPTH:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def _shown(value: Any) -> str:
+    """A value or key from the config as a message quotes it: repr, so a control character is an escape
+    and never reaches the terminal raw, cut short."""
+    text = one_line(repr(value))
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def _shown_list(values: list[Any], at_most: int) -> str:
+    shown = ", ".join(_shown(v) for v in values[:at_most])
+    return shown + (f" and {len(values) - at_most:,} more" if len(values) > at_most else "")
+
+
+def _int(config: dict, key: str, path: Path, minimum: int = 1) -> int | None:
+    """The whole number the config gives under `key`, or None; refused, naming the key, unless it lies
+    between `minimum` and the key's maximum (_MAXIMUM)."""
     value = config.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{path}: '{key}' is {value!r}; it must be a whole number of at least {minimum}")
+    maximum = _MAXIMUM.get(key, MAX_WIDTH)
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ConfigError(
+            f"{path}: '{one_line(key)}' is {_shown(value)}; it must be a whole number from {minimum} to {maximum:,}"
+        )
     return value
 
 
@@ -128,7 +230,7 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
         config = {**{k: v for k, v in config.items() if k != "text_config"}, **config["text_config"]}
     out = reading.fields
     for key, target in field_map.items():
-        value = _int(config, key, path, 1)
+        value = _int(config, key, path)
         if value is not None:
             out[target] = value
     layers, heads = out.get("num_layers"), out.get("num_attention_heads")
@@ -143,21 +245,24 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
         )
     else:
         reading.missing.append("kv_dtype_size (the config names no dtype kb knows)")
-    position = config.get("max_position_embeddings")
-    if isinstance(position, int) and not isinstance(position, bool) and position > 0:
+    position = _int(config, "max_position_embeddings", path)
+    if position is not None:
         out["max_context"] = f"{position} token"
     reading.missing.append(
         "params_total and params_active (config.json does not state them; take them from the model card)"
     )
     known = set(field_map) | _STRUCTURAL | _IGNORED | {"max_position_embeddings"}
-    reading.unmapped = sorted(k for k in config if k not in known)
+    unmapped = sorted(k for k in config if k not in known)
+    reading.unmapped = [one_line(k if len(k) <= 60 else k[:60] + "…") for k in unmapped[:MAX_UNMAPPED_SHOWN]]
+    if len(unmapped) > MAX_UNMAPPED_SHOWN:
+        reading.unmapped.append(f"(and {len(unmapped) - MAX_UNMAPPED_SHOWN:,} more)")
     return reading
 
 
 def _attention(config: dict, path: Path, reading: Reading, heads: int | None) -> None:
     out = reading.fields
     mla = {
-        k: _int(config, k, path, 1)
+        k: _int(config, k, path)
         for k in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
     }
     if mla["kv_lora_rank"] is not None:
@@ -171,7 +276,7 @@ def _attention(config: dict, path: Path, reading: Reading, heads: int | None) ->
         return
     if heads is None:
         raise ConfigError(f"{path}: num_attention_heads is missing; kb cannot tell the attention kind")
-    kv_heads = _int(config, "num_key_value_heads", path, 1)
+    kv_heads = _int(config, "num_key_value_heads", path)
     if kv_heads is None:
         kv_heads = heads
         reading.notes.append(
@@ -181,7 +286,7 @@ def _attention(config: dict, path: Path, reading: Reading, heads: int | None) ->
         raise ConfigError(f"{path}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
     out["num_kv_heads"] = kv_heads
     out["attention"] = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
-    head_dim = _int(config, "head_dim", path, 1)
+    head_dim = _int(config, "head_dim", path)
     hidden = out.get("hidden_size")
     if head_dim is not None:
         out["head_dim"] = head_dim
@@ -204,24 +309,28 @@ def _attention(config: dict, path: Path, reading: Reading, heads: int | None) ->
 
 def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> None:
     out = reading.fields
-    window = _int(config, "sliding_window", path, 1)
+    window = _int(config, "sliding_window", path)
     types = config.get("layer_types")
     if types is not None:
-        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        if not isinstance(types, list):
+            raise ConfigError(f"{path}: layer_types must be a list of layer kinds")
+        if len(types) > MAX_LAYERS:
+            raise ConfigError(f"{path}: 'layer_types' lists {len(types)} layers; kb reads at most {MAX_LAYERS}")
+        if not all(isinstance(t, str) for t in types):
             raise ConfigError(f"{path}: layer_types must be a list of layer kinds")
         if layers is not None and len(types) != layers:
             raise ConfigError(f"{path}: layer_types lists {len(types)} layers, but num_hidden_layers is {layers}")
-        kinds = {t: types.count(t) for t in dict.fromkeys(types)}
+        kinds = Counter(types)  # one pass, in first-seen order
         unknown = [
             t
             for t in kinds
             if t not in ("full_attention", "sliding_attention", "linear_attention", "chunked_attention")
         ]
         if unknown:
-            raise ConfigError(f"{path}: layer_types has kinds kb does not know: {', '.join(unknown)}")
+            raise ConfigError(f"{path}: layer_types has kinds kb does not know: {_shown_list(unknown, 5)}")
         windowed = kinds.get("sliding_attention", 0) + kinds.get("chunked_attention", 0)
         if windowed:
-            size = window if kinds.get("sliding_attention") else _int(config, "attention_chunk_size", path, 1)
+            size = window if kinds.get("sliding_attention") else _int(config, "attention_chunk_size", path)
             if size is None:
                 raise ConfigError(f"{path}: layer_types has windowed layers but the config gives no window size")
             out.update(
@@ -232,8 +341,7 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
         if kinds.get("linear_attention"):
             out["linear_attention_layers"] = kinds["linear_attention"]
         reading.notes.append("layer counts from layer_types: " + ", ".join(f"{n} {t}" for t, n in kinds.items()))
-    elif _int(config, "full_attention_interval", path, 1) is not None and layers is not None:
-        interval = config["full_attention_interval"]
+    elif (interval := _int(config, "full_attention_interval", path)) is not None and layers is not None:
         if layers % interval:
             raise ConfigError(
                 f"{path}: num_hidden_layers {layers} is not a multiple of full_attention_interval {interval}"
@@ -256,14 +364,14 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
         )
     if out.get("linear_attention_layers"):
         for key in ("linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
-            value = _int(config, key, path, 1)
+            value = _int(config, key, path)
             if value is not None:
                 out[key] = value
     for key, target in (("index_n_heads", "index_n_heads"), ("index_head_dim", "index_head_dim")):
-        value = _int(config, key, path, 1)
+        value = _int(config, key, path)
         if value is not None:
             out[target] = value
-    topk = _int(config, "index_topk", path, 1)
+    topk = _int(config, "index_topk", path)
     if topk is not None:
         out["sparse_topk"] = f"{topk} token"
         reading.missing.append("index_dtype_size (the indexer's cache dtype is not in the config)")
@@ -272,13 +380,13 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
 def _moe(config: dict, path: Path, reading: Reading) -> None:
     out = reading.fields
     experts = next(
-        (v for v in (_int(config, k, path, 1) for k in ("num_local_experts", "n_routed_experts", "num_experts")) if v),
+        (v for v in (_int(config, k, path) for k in ("num_local_experts", "n_routed_experts", "num_experts")) if v),
         None,
     )
     if experts:
         out["architecture"] = "moe"
         out["num_experts"] = experts
-        per_token = _int(config, "num_experts_per_tok", path, 1)
+        per_token = _int(config, "num_experts_per_tok", path)
         if per_token is None:
             raise ConfigError(f"{path}: the config has {experts} experts but no num_experts_per_tok")
         if per_token > experts:
@@ -287,7 +395,7 @@ def _moe(config: dict, path: Path, reading: Reading) -> None:
         shared = _int(config, "n_shared_experts", path, 0)
         if shared is not None:
             out["shared_experts"] = shared
-        elif config.get("shared_expert_intermediate_size"):
+        elif _int(config, "shared_expert_intermediate_size", path, 0):
             out["shared_experts"] = 1
             reading.notes.append("one shared expert, from shared_expert_intermediate_size")
     else:

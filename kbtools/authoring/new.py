@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
 from kbtools.check.links import Index
+from kbtools.check.load import LoadError, read_regular
 from kbtools.corpus import Corpus, Settings
 from kbtools.ids import id_problem
 from kbtools.registry import RecordType, TypeRegistry
@@ -149,11 +151,16 @@ def new_record(
     record_type = registry.types.get(type_name)
     if record_type is None:
         raise AuthoringError(f"no record type '{type_name}' (known: {', '.join(sorted(registry.types))})")
-    record_id = record_id or slug(name)
-    problem = id_problem(record_id)
+    made = record_id or slug(name)
+    # checked before any path is made of it: an over-long id would be ENAMETOOLONG, a slash another directory
+    problem = id_problem(made)
     if problem:
-        shown = name if len(name) <= 80 else name[:80] + "…"
+        given = record_id or name
+        shown = given if len(given) <= 80 else given[:80] + "…"
+        if record_id:
+            raise AuthoringError(f"--id '{shown}' is not an id ({problem}); pass another --id")
         raise AuthoringError(f"cannot make an id from '{shown}' ({problem}); pass --id")
+    record_id = made
     cited = any(
         isinstance(s, dict) and s.get("$ref", "").endswith("#/$defs/cited") for s in record_type.schema.get("allOf", [])
     )
@@ -191,8 +198,9 @@ def new_record(
 def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
     if force:
         try:
-            existing = path.read_bytes() if path.exists() else None
-            replace_file(path, text, expected=existing)
+            replace_file(path, text, expected=_existing(path))
+        except LoadError as exc:
+            raise AuthoringError(f"cannot replace {path.relative_to(root)}: {exc.message}") from None
         except ChangedMeanwhile as exc:
             raise AuthoringError(str(exc)) from None
         except OSError as exc:
@@ -205,6 +213,12 @@ def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
             f"{path.relative_to(root)} already exists; kb new never overwrites a record (--force replaces it)"
         ) from None
     return path
+
+
+def _existing(path: Path) -> bytes | None:
+    """What --force replaces, read as kb check reads a record (LoadError for a FIFO, device, directory or
+    dangling link planted there: refused unread, never waited on nor replaced); None when nothing is."""
+    return read_regular(path)[0] if os.path.lexists(path) else None
 
 
 def article(word: str) -> str:

@@ -16,7 +16,7 @@ def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]
     return {"records": records, "errors": errors, "warnings": len(diagnostics) - errors}
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1 (U+009B is CSI), line breaks
 
 
 def one_line(text: str) -> str:
