@@ -30,7 +30,8 @@ KEYS = {"title", "tolerance", *PATHS, "severity"}
 # the codes about the configuration itself: turning them off would hide the mistake that turned them off
 FIXED = frozenset({"KB120", "KB900"})
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-CODE = re.compile(r"^KB[0-9]{3}$")
+# a diagnostic code: kb's own (KB540) and a schema rule's (x-kb-constraints: KB561, or a project's XY100)
+CODE = re.compile(r"^[A-Z]{2}[0-9]{3}$")
 
 
 def config_file(root: Path) -> Path | None:
@@ -127,7 +128,10 @@ def load_config(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
             where: list[tuple[str, str, int, int]] = []  # code -> where it stands, for unknown_codes
             for code, severity in value.items():
                 if not CODE.match(code):
-                    problem((key, code), f"'{code}' is not a diagnostic code (KB followed by three digits)")
+                    problem(
+                        (key, code),
+                        f"'{code}' is not a diagnostic code (two capital letters and three digits, like KB540)",
+                    )
                 elif code in FIXED:
                     problem((key, code), f"{code} cannot be configured: it reports the configuration itself")
                 elif severity not in SEVERITIES:

@@ -13,14 +13,16 @@ annotations a type's schema may carry:
   (name -> {parameters: {name: unit}, formula, unit}): a figure that depends on an argument, such as
   a model's KV bytes at a context length;
 - `x-kb-plausible` on a quantity field: {min, max, reason}, the range values of real hardware fall
-  in; a value outside it is a warning (KB540) that gives the range and the reason;
+  in; a value outside it is a warning (KB540) that gives the range and the reason. Each bound is a finite
+  quantity of the field's kind, min at most max (else KB210, and the range checks nothing);
 - `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
   that a sentence naming it is read as stating it (KB610);
 - `x-kb-columns`: the fields shown in the type's index table;
 - `x-kb-role`: what kb's own features take the type to be (`source`, `parameter`: see ROLES);
 - `x-kb-charts`: charts the type's pages draw, e.g. `{"kind": "roofline", "bandwidth": field, "peaks": {label: field}}`;
 - `x-kb-constraints`: cross-record rules of provenance, each with a code and a severity (see
-  constraints.py), on a type or on the envelope (then they hold for every type);
+  constraints.py), on a type or on the envelope (then they hold for every type); a rule's code is none of
+  kb's own (diagnostics.CODES), and each condition's argument is of the type it reads (rule_problems);
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
   (sources), so they are not asked to quote the corpus's values inline (KB611);
 - `x-kb-measured-as: <shape>` on a reference field: a record of this type may cite, there, the
@@ -32,6 +34,7 @@ Adding a record type is adding a schema file (and its directory): no Python edit
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -44,7 +47,9 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
-from kbtools.diagnostics import Diagnostic
+from kbtools.config import CODE
+from kbtools.diagnostics import CODES, Diagnostic
+from kbtools.lang.units import QuantityError, describe_dimension, format_quantity, parse_quantity_text, parse_unit
 
 
 @dataclass
@@ -189,11 +194,26 @@ SCHEMA_SUFFIX = ".schema.json"
 DIALECTS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 # x-kb-dir names one directory under records/; the site writes pages under the same name
 DIR_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+TOO_DEEP = "the schema nests too deeply to check (hundreds of levels): no record's shape needs that many"
 
 
-def _line_of(text: str, needle: str) -> int:
-    index = text.find(needle)
-    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+def _line_of(text: str, *needles: str | re.Pattern[str]) -> int:
+    """The line of the last needle found, each searched after the one before (a key inside a key)."""
+    start = found = -1
+    for needle in needles:
+        if isinstance(needle, str):
+            index = text.find(needle, max(start, 0))
+        else:
+            match = needle.search(text, max(start, 0))
+            index = match.start() if match else -1
+        if index >= 0:
+            start = found = index
+    return text.count("\n", 0, found) + 1 if found >= 0 else 1
+
+
+def _key(name: str, value: str | None = None) -> re.Pattern[str]:
+    """A JSON object's key (not the same word as a value in a list), with its value when given."""
+    return re.compile(re.escape(json.dumps(name)) + r"\s*:" + (r"\s*" + re.escape(json.dumps(value)) if value else ""))
 
 
 def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRegistry:
@@ -222,6 +242,9 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
                 Diagnostic.make("KB210", rel, exc.lineno, exc.colno, f"schema file is not valid JSON: {exc.msg}")
             )
             continue
+        except RecursionError:
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, TOO_DEEP))
+            continue
         if not isinstance(contents, dict):
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "a schema file must hold a JSON object"))
             continue
@@ -235,6 +258,9 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
                     "KB210", rel, _line_of(text, f'"{key}"') if key else 1, 1, f"invalid JSON Schema: {exc.message}"
                 )
             )
+            continue
+        except RecursionError:  # the meta-schema check descends once per level of nesting
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, TOO_DEEP))
             continue
         if contents.get("$schema") not in DIALECTS:
             diagnostics.append(
@@ -296,9 +322,6 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$ref"'), 1, f"unresolvable $ref: {exc}"))
             continue
         resolver = registry.resolver(base_uri=contents.get("$id", name))
-        rules, problems = _constraints(contents, resolver)
-        for where, problem in problems:
-            diagnostics.append(Diagnostic.make("KB210", where, 1, 1, f"x-kb-constraints: {problem}"))
         types[type_name] = RecordType(
             name=type_name,
             dir=directory,
@@ -308,7 +331,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             resolver=resolver,
             plan=plan,
             property_order=tuple(_property_order(contents, resolver)),
-            constraints=rules,
+            constraints=_constraints(contents, resolver),
             envelope=tuple(_shared_fields(contents, resolver)),
         )
 
@@ -331,6 +354,8 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
         else:
             seen_dirs[record_type.dir] = record_type.name
     diagnostics.extend(_check_ref_annotations(types, documents, root))
+    diagnostics.extend(_check_constraint_annotations(documents, root))
+    diagnostics.extend(_check_plausible_annotations(documents, root))
     diagnostics.extend(_check_roles_and_charts(types, documents))
     return TypeRegistry(types=types, diagnostics=diagnostics)
 
@@ -467,8 +492,10 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
     if isinstance(schema.get("x-kb-quantity"), str):
         plan.quantity = schema["x-kb-quantity"]
     plan.inputs = bool(schema.get("x-kb-inputs"))
-    if isinstance(schema.get("x-kb-plausible"), dict):
-        plan.plausible = schema["x-kb-plausible"]
+    if isinstance(schema.get("x-kb-plausible"), dict) and not plausible_problems(
+        schema["x-kb-plausible"], schema.get("x-kb-quantity")
+    ):
+        plan.plausible = schema["x-kb-plausible"]  # a refused range is the registry's KB210, and checks nothing
     if isinstance(schema.get("x-kb-names"), list):
         plan.names = tuple(n for n in schema["x-kb-names"] if isinstance(n, str) and n.strip())
     if isinstance(schema.get("$ref"), str):
@@ -491,6 +518,51 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
 
 
 CONDITION_KEYS = ("present", "same_url_as", "within_url_of", "in")  # the condition objects x-kb-constraints knows
+# what each condition object's argument is: a boolean, or the name of one of the record's fields
+CONDITION_ARGUMENTS = {
+    "present": "true or false",
+    "same_url_as": "the name of a URL field",
+    "within_url_of": "the name of a URL field",
+    "in": "the name of a list field",
+}
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in the words of a message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float) and math.isnan(value):  # Python's json reads NaN, which equals nothing
+        return "NaN"
+    return {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _is_plain(value: Any) -> bool:
+    """A value a condition compares a field with: a string, a boolean or a finite number."""
+    return isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
+
+
+def condition_problem(condition: Any) -> str | None:
+    """What is wrong with one condition of a rule (None when it is well-formed): each argument is of the type
+    its condition reads, so applying the rule to any record cannot fail."""
+    if isinstance(condition, dict):
+        if len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS:
+            return "a condition object is one of " + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS)
+        ((kind, argument),) = condition.items()
+        wanted = CONDITION_ARGUMENTS[kind]
+        fits = isinstance(argument, bool) if kind == "present" else isinstance(argument, str) and argument.strip()
+        return None if fits else f'{{"{kind}": ...}} takes {wanted}, not {_json_kind(argument)}'
+    if isinstance(condition, list):
+        if not condition:
+            return "a list of values names at least one (an empty list matches nothing)"
+        odd = next((value for value in condition if not _is_plain(value)), None)
+        return None if odd is None else f"a list of values holds strings, numbers or booleans, not {_json_kind(odd)}"
+    if not _is_plain(condition):
+        return f"a value to equal is a string, a number or a boolean, not {_json_kind(condition)}"
+    return None
 
 
 def rule_problems(rule: Any) -> list[str]:
@@ -499,13 +571,20 @@ def rule_problems(rule: Any) -> list[str]:
         return ["a constraint is an object"]
     problems = []
     code = rule.get("code")
-    if not (isinstance(code, str) and code[:2].isalpha() and code[2:].isdigit() and len(code) >= 4):
-        problems.append(f"constraint code {code!r} is not like 'KB561'")
+    if not (isinstance(code, str) and CODE.match(code)):
+        problems.append(f"constraint code {code!r} is not like 'KB561' (two capital letters and three digits)")
+    elif code in CODES:
+        # a rule's finding must never pass for kb's own: KB900 would read as a bug in kb, KB120 as a settings mistake
+        problems.append(
+            f"constraint code '{code}' is kb's own (docs/diagnostics.md); a rule takes a code kb does not "
+            "define, best with the project's own two letters (XY561)"
+        )
     if rule.get("severity") not in ("error", "warning"):
         problems.append(f"constraint {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
     if not isinstance(rule.get("message"), str) or not rule["message"].strip():
         problems.append(f"constraint {code}: a message saying what the rule asks")
-    if not isinstance(rule.get("each", "record"), str):
+    each = rule.get("each", "record")
+    if not (isinstance(each, str) and each.strip()):
         problems.append(f"constraint {code}: each is 'record', 'quantity' or a list field's name")
     if not any(k in rule for k in ("require", "cites")):
         problems.append(f"constraint {code}: asks nothing (give require or cites)")
@@ -515,32 +594,139 @@ def rule_problems(rule: Any) -> list[str]:
             problems.append(f"constraint {code}: {part} maps fields to conditions")
             continue
         for name, condition in conditions.items():
-            if isinstance(condition, dict) and (len(condition) != 1 or next(iter(condition)) not in CONDITION_KEYS):
-                problems.append(
-                    f"constraint {code}: {part}.{name}: a condition object is one of "
-                    + ", ".join(f"{{{k}: ...}}" for k in CONDITION_KEYS)
-                )
+            problem = condition_problem(condition)
+            if problem:
+                problems.append(f"constraint {code}: {part}.{name}: {problem}")
     return problems
 
 
-def _constraints(schema: dict[str, Any], resolver) -> tuple[tuple[dict, ...], list[tuple[str, str]]]:
+def _declared_rules(document: dict[str, Any]) -> list[Any]:
+    declared = document.get("x-kb-constraints", [])
+    return declared if isinstance(declared, list) else [declared]
+
+
+def _check_constraint_annotations(documents: dict, root: Path) -> list[Diagnostic]:
+    """Each ill-formed rule once, at its own schema file and line (an envelope's rule holds for every type)."""
+    out: list[Diagnostic] = []
+    for path, text, contents in documents.values():
+        start = max(text.find('"x-kb-constraints"'), 0)
+        for rule in _declared_rules(contents):
+            code = rule.get("code") if isinstance(rule, dict) else None
+            found = _key("code", code).search(text, start) if isinstance(code, str) else None
+            start = found.start() if found else start  # rules in order: two of one code are each at its own line
+            out.extend(
+                Diagnostic.make(
+                    "KB210",
+                    path.relative_to(root).as_posix(),
+                    text.count("\n", 0, start) + 1,
+                    1,
+                    f"x-kb-constraints: {problem}",
+                )
+                for problem in rule_problems(rule)
+            )
+            start += 1
+    return out
+
+
+def _constraints(schema: dict[str, Any], resolver) -> tuple[dict, ...]:
     """The well-formed x-kb-constraints rules of a type: its own and those of the whole-schema $refs in
-    its allOf (so the envelope's rules hold for every type); the ill-formed ones as (schema, problem)."""
-    sources = [(schema, schema.get("$id", ""))]
+    its allOf (so the envelope's rules hold for every type); the others are KB210 at their own file."""
+    sources = [schema]
     for sub in schema.get("allOf", []):
         if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
-            sources.insert(0, (resolver.lookup(sub["$ref"]).contents, sub["$ref"]))
-    rules: list[dict] = []
-    problems: list[tuple[str, str]] = []
-    for document, name in sources:
-        declared = document.get("x-kb-constraints", [])
-        for rule in declared if isinstance(declared, list) else [declared]:
-            found = rule_problems(rule)
-            if found:
-                problems.extend((f"schema/{name}", problem) for problem in found)
-            else:
-                rules.append(rule)
-    return tuple(rules), problems
+            sources.insert(0, resolver.lookup(sub["$ref"]).contents)
+    return tuple(rule for document in sources for rule in _declared_rules(document) if not rule_problems(rule))
+
+
+PLAUSIBLE_KEYS = ("min", "max", "reason")
+
+
+def plausible_problems(spec: Any, unit: Any) -> list[tuple[str, str]]:
+    """What is wrong with an x-kb-plausible range on a field of canonical `unit`, as (the text to find it by,
+    problem): each bound a finite quantity of the field's kind, and min at most max. Empty when it is sound."""
+    if not isinstance(spec, dict):
+        return [("", f"is an object {{min, max, reason}}, not {_json_kind(spec)}")]
+    problems = [
+        (f'"{key}"', f"unknown key '{key}' (known: {', '.join(PLAUSIBLE_KEYS)})")
+        for key in spec
+        if key not in PLAUSIBLE_KEYS
+    ]
+    if "reason" in spec and not isinstance(spec["reason"], str):
+        problems.append(('"reason"', f"reason is a sentence, not {_json_kind(spec['reason'])}"))
+    if "min" not in spec and "max" not in spec:
+        problems.append(("", "gives neither min nor max"))
+    try:
+        expected = parse_unit(unit) if isinstance(unit, str) and unit != "*" else None
+    except QuantityError:
+        expected = None  # the field's own unit is wrong: a finding of its own, not the range's
+    bounds = {}
+    for key in ("min", "max"):
+        if key not in spec:
+            continue
+        bound = spec[key]
+        shown = json.dumps(bound) if _is_plain(bound) else ""
+        if not isinstance(bound, str):
+            said = f"{shown} is {_json_kind(bound)}" if shown else f"is {_json_kind(bound)}"
+            problems.append((shown, f"{key} {said}: write a quantity with its unit as a string ('2 TB')"))
+            continue
+        try:
+            quantity = parse_quantity_text(bound, None)
+        except QuantityError as exc:  # its message quotes the bound, or names the unit it does not know
+            problems.append(
+                (shown, f"{key} {exc.message}" if exc.message.startswith("'") else f"{key} '{bound}': {exc.message}")
+            )
+            continue
+        if expected is not None and not quantity.is_compatible_with(expected):
+            problems.append(
+                (
+                    shown,
+                    f"{key} '{bound}' is {describe_dimension(quantity.dimensionality)}, but the field is "
+                    f"{describe_dimension(expected.dimensionality)} (like {unit})",
+                )
+            )
+            continue
+        bounds[key] = (shown, quantity)
+    if len(bounds) == 2:
+        (where, low), (_, high) = bounds["min"], bounds["max"]
+        if not low.is_compatible_with(high):
+            problems.append((where, "min and max are quantities of different kinds"))
+        elif low > high:
+            problems.append(
+                (where, f"min {format_quantity(low)} is above max {format_quantity(high)}: the range is empty")
+            )
+    return problems
+
+
+def _plausible_ranges(node: Any, field: tuple[str, ...] = ()):
+    """(the field's path of names, its x-kb-plausible, its x-kb-quantity) for every range in a schema."""
+    if isinstance(node, dict):
+        if "x-kb-plausible" in node:
+            yield field, node["x-kb-plausible"], node.get("x-kb-quantity")
+        for key, value in node.items():
+            if key in ("properties", "$defs") and isinstance(value, dict):
+                for name, sub in value.items():
+                    yield from _plausible_ranges(sub, (*field, name))
+            elif key != "x-kb-plausible":
+                yield from _plausible_ranges(value, field)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _plausible_ranges(value, field)
+
+
+def _check_plausible_annotations(documents: dict, root: Path) -> list[Diagnostic]:
+    """A range kb cannot read would check nothing in silence (a bound of 1e999 GB, a bound in the wrong unit)."""
+    out = []
+    for path, text, contents in documents.values():
+        for field_path, spec, unit in _plausible_ranges(contents):
+            names = ".".join(field_path) or "the schema"
+            for where, problem in plausible_problems(spec, unit):
+                line = _line_of(text, *map(_key, field_path), _key("x-kb-plausible"), where or "x-kb-plausible")
+                out.append(
+                    Diagnostic.make(
+                        "KB210", path.relative_to(root).as_posix(), line, 1, f"x-kb-plausible of {names}: {problem}"
+                    )
+                )
+    return out
 
 
 def _shared_fields(schema: dict[str, Any], resolver) -> list[str]:

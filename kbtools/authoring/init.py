@@ -4,7 +4,11 @@ What it writes: a configuration (kb.toml), a starter schema set with an example 
 .pre-commit-config.yaml running kb's published hooks, the GitHub workflow that checks, builds and
 publishes the site, a README with the two set-up commands, and a .gitignore. It writes into an empty
 or new directory, or (asked with `existing=True`) only the files a directory lacks; it never
-replaces a file.
+replaces a file. In a directory that has kb's settings already (kb.toml, or [tool.kb] in pyproject.toml)
+it writes none, which would change them, and puts records and schemas where those settings say; into a
+schema directory that holds schemas it adds no starter types or example records (they would become types
+and records of that knowledge base). Every path is checked before the first is written: none is written
+through a symbolic link or below a file, so nothing lands outside the directory.
 
 Type sets: `minimal` is the envelope, `defs` and `source` schemas and one example type (`device`);
 `inference-cost` is this repository's own schemas (the packaged starter links to schema/, so there is
@@ -20,12 +24,13 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from kbtools import __version__
 from kbtools.atomic import create_file
 from kbtools.authoring.new import AuthoringError, skeleton
+from kbtools.config import config_file, load_config
 from kbtools.registry import load_registry
 
 STARTER = Path(__file__).resolve().parent.parent / "starter"
@@ -42,6 +47,33 @@ class Plan:
 
     def add(self, rel: str, text: str) -> None:
         self.files[rel] = text
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the knowledge base keeps its parts: kb's defaults, or what the settings it has say."""
+
+    records: str = "records"
+    schema: str = "schema"
+    site: str = "site"
+    settings: str | None = None  # the file that holds kb's settings already: kb init writes none
+    title: str | None = None  # the title those settings give
+    starter: bool = True  # the starter schemas and example records (not into a schema set a base has)
+
+    @classmethod
+    def of(cls, target: Path) -> Layout:
+        found = config_file(target) if target.is_dir() else None
+        # a mistake in the settings is kb check's to report (KB120); the paths it could read stand
+        settings = load_config(target)[0] if found is not None else {}
+        schema = settings.get("schema_dir", cls.schema)
+        return cls(
+            records=settings.get("records_dir", cls.records),
+            schema=schema,
+            site=settings.get("site_dir", cls.site),
+            settings=found.name if found is not None else None,
+            title=settings.get("title"),
+            starter=not any((target / schema).glob("*.schema.json")),
+        )
 
 
 @dataclass(frozen=True)
@@ -95,30 +127,38 @@ def _git(directory: Path, *args: str) -> str | None:
     return run.stdout.strip() or None if run.returncode == 0 else None
 
 
-def plan_files(types: str, title: str, source: KbSource, today: dt.date | None = None) -> Plan:
+def plan_files(
+    types: str, title: str, source: KbSource, today: dt.date | None = None, layout: Layout = Layout()
+) -> Plan:
     if types not in TYPE_SETS:
         raise AuthoringError(f"no type set '{types}' (known: {', '.join(TYPE_SETS)})")
     plan = Plan()
-    plan.add(
-        "kb.toml",
-        f"# kb's settings for this knowledge base (see kb's docs/configuration.md)\ntitle = {json.dumps(title)}\n",
-    )
+    if layout.settings is None:
+        plan.add(
+            "kb.toml",
+            f"# kb's settings for this knowledge base (see kb's docs/configuration.md)\ntitle = {json.dumps(title)}\n",
+        )
     schemas = STARTER / "inference-cost"
+    starter: dict[str, str] = {}
     if types == "minimal":
         for name in SHARED_SCHEMAS:
-            plan.add(f"schema/{name}", (schemas / name).read_text(encoding="utf-8"))
-        plan.add("schema/device.schema.json", (STARTER / "minimal" / "device.schema.json").read_text(encoding="utf-8"))
+            starter[f"schema/{name}"] = (schemas / name).read_text(encoding="utf-8")
+        starter["schema/device.schema.json"] = (STARTER / "minimal" / "device.schema.json").read_text(encoding="utf-8")
         for path in sorted((STARTER / "minimal" / "records").rglob("*.md")):
-            rel = path.relative_to(STARTER / "minimal").as_posix()
-            plan.add(rel, path.read_text(encoding="utf-8"))
+            starter[path.relative_to(STARTER / "minimal").as_posix()] = path.read_text(encoding="utf-8")
     else:
         for path in sorted(schemas.glob("*.schema.json")):
-            plan.add(f"schema/{path.name}", path.read_text(encoding="utf-8"))
-        plan.files.update(_drafts(schemas, today or dt.date.today()))
-    plan.add(".pre-commit-config.yaml", _hooks(source))
-    plan.add(".github/workflows/kb.yml", _workflow(source))
-    plan.add(".gitignore", ".kb-cache/\nsite/_build/\n")
-    plan.add("README.md", _readme(title, source))
+            starter[f"schema/{path.name}"] = path.read_text(encoding="utf-8")
+        starter.update(_drafts(schemas, today or dt.date.today()))
+    if layout.starter:
+        moved = {"records": layout.records, "schema": layout.schema}
+        for rel, text in starter.items():
+            top, _, rest = rel.partition("/")
+            plan.add(f"{moved[top]}/{rest}", text)
+    plan.add(".pre-commit-config.yaml", _hooks(source, layout))
+    plan.add(".github/workflows/kb.yml", _workflow(source, layout))
+    plan.add(".gitignore", f".kb-cache/\n{layout.site}/_build/\n")
+    plan.add("README.md", _readme(title, source, layout))
     return plan
 
 
@@ -163,9 +203,10 @@ def _source_draft(type_name: str, record_id: str, today: dt.date, links: str) ->
     )
 
 
-def _hooks(source: KbSource) -> str:
+def _hooks(source: KbSource, layout: Layout) -> str:
     head = "# kb's hooks: records, links and recomputed figures are checked before every commit.\n"
-    files = r"^(records/.*\.md|schema/.*\.json|kb\.toml|pyproject\.toml)$"
+    records, schema = re.escape(layout.records), re.escape(layout.schema)
+    files = rf"^({records}/.*\.md|{schema}/.*\.json|kb\.toml|pyproject\.toml)$"
     if source.hook_repo and source.hook_rev:
         note = f"# {source.note}\n" if source.note else ""
         return (
@@ -180,25 +221,27 @@ def _hooks(source: KbSource) -> str:
         "  - repo: local\n"
         "    hooks:\n"
         f"      - {{id: kb-check, name: kb check, entry: kb check, language: system, files: '{files}', require_serial: true}}\n"
-        "      - {id: kb-fmt, name: kb fmt --check, entry: kb fmt --check, language: system, files: '^records/.*\\.md$', require_serial: true}\n"
+        f"      - {{id: kb-fmt, name: kb fmt --check, entry: kb fmt --check, language: system, files: '^{records}/.*\\.md$', require_serial: true}}\n"
     )
 
 
-def _workflow(source: KbSource) -> str:
+def _workflow(source: KbSource, layout: Layout) -> str:
     """kb's own workflow for knowledge bases, installing kb from where it came from."""
     text = (STARTER / "workflow.yml").read_text(encoding="utf-8")
     install = "run: python -m pip install -e ."
     if install not in text:
         raise AuthoringError("the packaged workflow has no install step to adapt (kbtools/starter/workflow.yml)")
     note = f"  # {source.note}" if source.note else ""
+    text = text.replace("path: site/_build", f"path: {layout.site}/_build")
     return text.replace(install, f"run: python -m pip install {json.dumps(source.requirement)}{note}", 1)
 
 
-def _readme(title: str, source: KbSource) -> str:
+def _readme(title: str, source: KbSource, layout: Layout) -> str:
+    settings = "`[tool.kb]` in `pyproject.toml`" if layout.settings == "pyproject.toml" else "`kb.toml`"
     return f"""# {title}
 
 A knowledge base checked by [kb](https://pypi.org/project/kbtools/): Markdown records with YAML
-frontmatter under `records/`, one JSON Schema per type under `schema/`. `kb check` validates every
+frontmatter under `{layout.records}/`, one JSON Schema per type under `{layout.schema}/`. `kb check` validates every
 record, resolves every link and recomputes every derived figure; `kb build` makes the site.
 
 ## Set-up
@@ -206,14 +249,14 @@ record, resolves every link and recomputes every derived figure; `kb build` make
     python3 -m venv .venv && .venv/bin/pip install '{source.requirement}' && .venv/bin/kb check && .venv/bin/kb build
     .venv/bin/pip install pre-commit && .venv/bin/pre-commit install
 
-The first installs kb, checks the records and builds the site into `site/_build/`. The second runs
+The first installs kb, checks the records and builds the site into `{layout.site}/_build/`. The second runs
 the same check before every commit.
 
 ## Writing
 
 - `kb new TYPE --name "..." --source SOURCE-ID` writes a draft record; `kb fmt` keeps frontmatter canonical.
 - `kb explain DIR/ID` shows how each value was computed; `kb query` and `kb export` read the checked records.
-- Settings (title, paths, severities) live in `kb.toml`. A file under `site/templates/` or `site/static/`
+- Settings (title, paths, severities) live in {settings}. A file under `{layout.site}/templates/` or `{layout.site}/static/`
   overrides kb's theme file of that name.
 """
 
@@ -231,14 +274,22 @@ def init(
             f"{target} is not empty ({shown}); kb init writes into an empty or new directory, "
             "or pass --existing to add only the files it lacks (nothing is ever replaced)"
         )
-    name = title or _title_of(target)
-    plan = plan_files(types, name, kb_source())
-    written, kept = [], []
+    layout = Layout.of(target)
+    name = title or layout.title or _title_of(target)
+    plan = plan_files(types, name, kb_source(), layout=layout)
+    # a path that exists is kept as it is (a symbolic link too: nothing is written through it)
+    kept = [rel for rel in plan.files if os.path.lexists(target / rel)]
+    refused = _unsafe_parents(target, [rel for rel in plan.files if rel not in kept])
+    if refused:
+        raise AuthoringError(
+            "; ".join(refused.values()) + "; kb init writes nothing through a symbolic link or below a file, "
+            f"so nothing was written (make {' and '.join(refused)} a directory of the knowledge base's own)"
+        )
+    written = []
     for rel, text in plan.files.items():
-        path = target / rel
-        if os.path.lexists(path):
-            kept.append(rel)
+        if rel in kept:
             continue
+        path = target / rel
         try:
             create_file(path, text)
         except FileExistsError:  # made meanwhile: still never replaced
@@ -246,6 +297,26 @@ def init(
             continue
         written.append(rel)
     return written, kept
+
+
+def _unsafe_parents(target: Path, rels: list[str]) -> dict[str, str]:
+    """The directories inside `target` that a file of `rels` would be written through that are symbolic
+    links (the file would land wherever the link points) or not directories at all: path -> why."""
+    refused: dict[str, str] = {}
+    for rel in rels:
+        parts = PurePosixPath(rel).parts
+        for depth in range(1, len(parts)):
+            sub = "/".join(parts[:depth])
+            path = target / sub
+            if path.is_symlink():
+                refused.setdefault(sub, f"{sub} is a symbolic link (to {os.readlink(path)}): {rel} would land there")
+                break
+            if not os.path.lexists(path):
+                break  # the rest is made new, inside the target
+            if not path.is_dir():
+                refused.setdefault(sub, f"{sub} is a file, not a directory to hold {rel}")
+                break
+    return refused
 
 
 def _title_of(target: Path) -> str:
