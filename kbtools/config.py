@@ -16,12 +16,14 @@ not know is a diagnostic at its line (KB120), and so is a file that is not TOML.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from kbtools.diagnostics import Diagnostic
+from kbtools.files import MAX_CONFIG_BYTES, NotReadable, read_regular_file
 
 FILES = ("kb.toml", "pyproject.toml")  # the first that holds kb's table wins
 SEVERITIES = ("error", "warning", "off")
@@ -38,14 +40,17 @@ def config_file(root: Path) -> Path | None:
     """The file holding this knowledge base's kb table, if any."""
     for name in FILES:
         path = root / name
-        if path.is_file() and (name == "kb.toml" or _has_kb_table(path)):
+        if name == "kb.toml" and os.path.lexists(path):
+            return path  # whatever it is: one that is no readable file is reported (KB120), never skipped
+        if path.is_file() and _has_kb_table(path):
             return path
     return None
 
 
 def _has_kb_table(path: Path) -> bool:
     try:
-        return re.search(r"^\s*\[\s*tool\.kb\s*[\].]", path.read_text(encoding="utf-8"), re.M) is not None
+        text = read_regular_file(path, MAX_CONFIG_BYTES)[0].decode("utf-8")
+        return re.search(r"^\s*\[\s*tool\.kb\s*[\].]", text, re.M) is not None
     except (OSError, UnicodeDecodeError):
         return False
 
@@ -58,10 +63,12 @@ def _read(root: Path) -> tuple[str, Any, _Locator, str] | Diagnostic | None:
         return None
     rel = path.relative_to(root).as_posix()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, MAX_CONFIG_BYTES)[0].decode("utf-8")
         document = tomllib.loads(text)
     except UnicodeDecodeError as exc:
         return Diagnostic.make("KB120", rel, 1, 1, f"not UTF-8: {exc.reason}")
+    except NotReadable as exc:
+        return Diagnostic.make("KB120", rel, 1, 1, str(exc))
     except OSError as exc:
         return Diagnostic.make("KB120", rel, 1, 1, f"cannot read: {exc.strerror or exc}")
     except tomllib.TOMLDecodeError as exc:

@@ -7,6 +7,7 @@ so a code cannot exist without documentation.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import NamedTuple
 
@@ -218,8 +219,10 @@ CODES: dict[str, Code] = {
     ),
     "KB403": Code(
         E,
-        "A quantity is infinite or absurdly large.",
-        "records/accelerators/x.md:9:1: error KB403 memory_bandwidth: '1e308 TB/s' is out of range",
+        "A number is out of range where it is read: a quantity's number, or any number in the frontmatter, that is "
+        "infinite, beyond 1e30, or longer than 100 characters (a number in the frontmatter stops the file being read).",
+        "records/models/x.md:9:13: error KB403 num_layers: '999999999999999999999999…' is out of range: a number of "
+        "4,000 digits (kb reads numbers of at most 100 characters); quote it if it is a name or a code, not a figure",
     ),
     # recomputation
     "KB500": Code(
@@ -259,7 +262,8 @@ CODES: dict[str, Code] = {
     ),
     "KB507": Code(
         E,
-        "A formula's numbers or exponent are out of bounds.",
+        "A formula's numbers or exponent are out of bounds, or a value it computes is: infinite, not a number, "
+        "beyond 1e300 (in its own unit, in base units or in the unit asked for) or in a unit raised past the 64th power.",
         "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64",
     ),
     "KB508": Code(
@@ -440,3 +444,12 @@ def _declared_constraints(schema_dir: str) -> list[tuple[str, dict]]:
 
 if __name__ == "__main__":  # python -m kbtools.diagnostics > docs/diagnostics.md
     print(render_reference(), end="")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1 (U+009B is CSI), line breaks
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a file name, an escape sequence) shown as escapes: one finding is
+    one line, and nothing a record's author wrote can forge another line or drive the terminal."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)

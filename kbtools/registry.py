@@ -49,6 +49,7 @@ from referencing.exceptions import Unresolvable
 
 from kbtools.config import CODE
 from kbtools.diagnostics import CODES, Diagnostic
+from kbtools.files import MAX_SCHEMA_BYTES, NotReadable, read_regular_file
 from kbtools.lang.units import QuantityError, describe_dimension, format_quantity, parse_quantity_text, parse_unit
 
 
@@ -226,11 +227,12 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
     for path in sorted(schema_dir.glob(f"*{SCHEMA_SUFFIX}")):
         rel = path.relative_to(root).as_posix()
         try:
-            if not path.is_file():
-                diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "schema path is not a regular file"))
-                continue
-            text = path.read_text(encoding="utf-8")
+            raw, _ = read_regular_file(path, MAX_SCHEMA_BYTES)
+            text = raw.decode("utf-8")
             contents = json.loads(text)
+        except NotReadable as exc:
+            diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"schema file: {exc}"))
+            continue
         except OSError as exc:
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, f"cannot read schema file: {exc.strerror or exc}"))
             continue

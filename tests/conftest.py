@@ -18,6 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 KB_SCRIPT = str(Path(sys.executable).parent / "kb")
 
 
+# a source record as a file, for tests that lay out a knowledge base by hand (no KB fixture)
+SOURCE_RECORD = (
+    "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
+    "kind: docs\norigin: first-party\npublisher: Someone\nurl: https://example.org/a\n---\nA source.\n"
+)
+
+
 @dataclass
 class Result:
     exit_code: int

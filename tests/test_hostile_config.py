@@ -127,7 +127,7 @@ def test_an_oversized_config_is_refused_unread(kb):
     path = kb.root / "config.json"
     with open(path, "wb") as handle:
         handle.truncate(6 << 20)  # sparse: no 6 MiB written
-    refused(kb, new_from(kb, path), "config.json: it is larger than 5 MiB; a config.json is a few KB (it was not read)")
+    refused(kb, new_from(kb, path), "config.json: file is 6.0 MiB; kb reads at most 5 MiB here (it was not read)")
 
 
 def test_a_config_that_is_not_utf8_is_refused(kb):

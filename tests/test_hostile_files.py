@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, SOURCE_RECORD
 
 UNFORMATTED = (
     "---\nname: N\nid: {id}\ntype: engine\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nsources: [src-a]\n"
@@ -89,10 +89,7 @@ def full_disk(tmp_path):
         shutil.copytree(REPO / "schema", root / "schema")
         (root / "records" / "engines").mkdir(parents=True)
         (root / "records" / "sources").mkdir()
-        (root / "records" / "sources" / "src-a.md").write_text(
-            "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
-            "kind: docs\norigin: first-party\npublisher: P\nurl: https://example.org/a\n---\nA source.\n"
-        )
+        (root / "records" / "sources" / "src-a.md").write_text(SOURCE_RECORD)
         (root / "records" / "engines" / "x.md").write_text(UNFORMATTED.format(id="x", filler=""))
         fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
         try:
@@ -144,3 +141,21 @@ def test_a_record_named_twice_is_formatted_once(kb):
     path = kb.write("records/engines/x.md", UNFORMATTED.format(id="x", filler=""), dedent=False)
     result = fmt(kb.root, str(path), str(kb.root / "records" / "engines" / "." / "x.md"))
     assert result.returncode == 0 and "1 records: 1 changed" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("plant", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize(
+    "rel, code", [("schema/x.schema.json", "KB210"), ("kb.toml", "KB120")], ids=["schema", "configuration"]
+)
+def test_a_schema_or_configuration_that_is_no_regular_file_is_reported_not_waited_on(kb, plant, rel, code):
+    """Every file kb reads is opened without blocking and checked as a regular file: a FIFO named like a
+    schema hung kb check before the registry saw it, a FIFO as kb.toml was skipped without a word."""
+    kb.source()
+    path = kb.root / rel
+    if plant == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink(plant, path)
+    result = subprocess.run([KB_SCRIPT, "--root", str(kb.root), "check"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{rel}:1:1: error {code} not a regular file" in result.stdout.replace("schema file: ", ""), result.stdout

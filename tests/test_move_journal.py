@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, SOURCE_RECORD
 
 HEAD = "---\nid: {id}\ntype: engine\nname: {id}\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\nsources: [src-a]\nkind: serving-engine\n---\n"
 
@@ -28,10 +28,7 @@ def make_kb(root: Path) -> Path:
     shutil.copytree(REPO / "schema", root / "schema")
     (root / "records" / "sources").mkdir(parents=True)
     (root / "records" / "engines").mkdir()
-    (root / "records" / "sources" / "src-a.md").write_text(
-        "---\nid: src-a\ntype: source\nname: A\nstatus: draft\nconfidence: 0.5\nupdated: 2026-11-29\n"
-        "kind: docs\norigin: first-party\npublisher: Someone\nurl: https://example.org/a\n---\nA source.\n"
-    )
+    (root / "records" / "sources" / "src-a.md").write_text(SOURCE_RECORD)
     (root / "records" / "engines" / "eng-a.md").write_text(HEAD.format(id="eng-a") + "Cites [[src-a]].\n")
     for other in ("eng-b", "eng-c", "eng-d"):
         (root / "records" / "engines" / f"{other}.md").write_text(

@@ -471,7 +471,8 @@ def test_an_unreadable_record_directory_and_schema_are_reported(shared_kb):
         result.stdout + result.stderr
     )
     assert (
-        "schema/storage_tier.schema.json:1:1: error KB210 cannot read schema file: Permission denied" in result.stdout
+        "schema/storage_tier.schema.json:1:1: error KB210 schema file: cannot read file: Permission denied"
+        in result.stdout
     )
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtools.outputs.report import one_line
+from kbtools.diagnostics import one_line
+from kbtools.files import NotReadable, read_regular_file
 
 # What kb reads of a config is bounded, so a hostile one is refused at once, by name. Real configs nest
 # three or four levels (text_config > rope_scaling > ...); their numbers have at most 8 digits.
@@ -136,21 +137,19 @@ class Reading:
     missing: list[str] = field(default_factory=list)  # fields the config does not settle
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """The config as data, read the way kb reads a record (kbtools.check.load.read_regular): opened without
-    blocking, a FIFO, device or directory refused by fstat unread, at most MAX_RECORD_BYTES (5 MiB; a
-    real config.json is a few KB) read. Nested at most MAX_DEPTH deep; a number too long to be a count
-    becomes a LongNumber, refused by name only where kb reads it."""
-    from kbtools.check.load import MAX_RECORD_BYTES, LoadError, read_regular
+MAX_CONFIG_JSON_BYTES = 5 * 1024 * 1024  # a real config.json is a few KB
 
+
+def load_config(path: Path) -> dict[str, Any]:
+    """The config as data, read as kb reads every file it did not write (kbtools.files): opened without
+    blocking, a FIFO, device or directory refused by fstat unread, at most MAX_CONFIG_JSON_BYTES read.
+    Nested at most MAX_DEPTH deep; a number too long to be a count becomes a LongNumber, refused by name
+    only where kb reads it."""
     try:
-        raw, _ = read_regular(path)
-    except LoadError as exc:
-        if exc.code == "KB113":
-            raise ConfigError(
-                f"{path}: it is larger than {MAX_RECORD_BYTES >> 20} MiB; a config.json is a few KB (it was not read)"
-            ) from None
-        raise ConfigError(f"{path}: {exc.message}") from None
+        raw, _ = read_regular_file(path, MAX_CONFIG_JSON_BYTES)
+    except NotReadable as exc:
+        hint = "; a config.json is a few KB" if exc.too_large else ""
+        raise ConfigError(f"{path}: {exc}{hint}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

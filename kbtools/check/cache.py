@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from kbtools import __version__
 from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
 
 CACHE_DIR = ".kb-cache"
 CACHE_FILE = "check.sqlite"
@@ -59,8 +60,8 @@ def schema_key(schema_dir: Path) -> str:
     h.update(f"{FORMAT}:{__version__}:{sys.version_info[:2]}".encode())
     for path in sorted(schema_dir.glob("*.json")):
         h.update(path.name.encode())
-        try:
-            h.update(path.read_bytes())
+        try:  # a FIFO named like a schema must not hang kb here, before the registry reports it
+            h.update(read_regular_file(path, MAX_SCHEMA_BYTES)[0])
         except OSError:
             h.update(b"unreadable")
     # the tool's own code and unit definitions: a kb that changed may store or judge differently

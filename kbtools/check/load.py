@@ -18,9 +18,11 @@ from typing import Any
 import yaml
 
 from kbtools.check.cache import Cache, digest
-from kbtools.corpus import Corpus, FieldPath, Record, Settings
+from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
+from kbtools.files import NotReadable, read_regular_file
 from kbtools.ids import id_problem
+from kbtools.lang.units import number_problem, shorten
 from kbtools.progress import track
 from kbtools.registry import TypeRegistry
 
@@ -46,6 +48,7 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+_NUMBER_TAGS = frozenset(("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"))
 _PLAIN_TAGS = frozenset(
     f"tag:yaml.org,2002:{t}" for t in ("map", "seq", "str", "int", "float", "bool", "null", "merge", "timestamp")
 )
@@ -235,42 +238,15 @@ def _parse_one(job: tuple[str, str, bytes, str, bool]) -> tuple[Record | None, l
 
 def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
     """A record file's bytes and its stat taken before reading; LoadError KB112/KB113 for what is no readable
-    record file. Opened without blocking and checked by fstat, so a FIFO or a device never hangs kb."""
+    record file (kbtools.files: a FIFO or a device never hangs kb)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise LoadError("KB112", 1, 1, f"cannot read file: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        kind = (
-            "a directory"
-            if stat.S_ISDIR(st.st_mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(st.st_mode)
-            else "a socket"
-            if stat.S_ISSOCK(st.st_mode)
-            else "a device"
-        )
-        raise LoadError("KB112", 1, 1, f"not a regular file but {kind}; it was not read")
-    with os.fdopen(fd, "rb") as handle:
-        if st.st_size > MAX_RECORD_BYTES:
+        return read_regular_file(path, MAX_RECORD_BYTES)
+    except NotReadable as exc:
+        if exc.too_large:
             raise LoadError(
-                "KB113",
-                1,
-                1,
-                f"file is {st.st_size / 1048576:.1f} MiB; a record may be at most "
-                f"{MAX_RECORD_BYTES // 1048576} MiB (it was not read)",
-            )
-        try:
-            raw = handle.read(MAX_RECORD_BYTES + 1)
-        except OSError as exc:
-            raise LoadError("KB112", 1, 1, f"cannot read file: {exc.strerror}") from None
-    if len(raw) > MAX_RECORD_BYTES:
-        raise LoadError(
-            "KB113", 1, 1, f"file grew past {MAX_RECORD_BYTES // 1048576} MiB while it was read; it was not read"
-        )
-    return raw, st
+                "KB113", 1, 1, f"{exc}; a record may be at most {MAX_RECORD_BYTES // 1048576} MiB"
+            ) from None
+        raise LoadError("KB112", 1, 1, str(exc)) from None
 
 
 def load_record_bytes(
@@ -468,9 +444,11 @@ class _Converter:
             return items
         if path:
             self.values[path] = self.where(node)
-        return self.scalar(node)
+        return self.scalar(node, path)
 
-    def scalar(self, node: yaml.ScalarNode) -> Any:
+    def scalar(self, node: yaml.ScalarNode, path: FieldPath = ()) -> Any:
+        if node.tag in _NUMBER_TAGS:  # bounded before it is converted: int() of thousands of digits is the danger
+            self.check_number(node, None, path)
         try:
             value = self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError) as exc:
@@ -482,7 +460,23 @@ class _Converter:
         if isinstance(value, float) and value != value:  # NaN is no figure
             line, col = self.where(node)
             raise LoadError("KB104", line, col, "NaN is not a value; leave the field out when it is unknown")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.check_number(node, value, path)
         return value
+
+    def check_number(self, node: yaml.ScalarNode, value: Any, path: FieldPath) -> None:
+        """Every number in the frontmatter is bounded where it is read (KB403), so nothing after the loader
+        meets an infinity or an integer too large for a float."""
+        problem = number_problem(node.value if value is None else None, value)
+        if problem:
+            line, col = self.where(node)
+            raise LoadError(
+                "KB403",
+                line,
+                col,
+                (f"{dotted(path)}: " if path else "")
+                + f"{shorten(node.value)} is out of range: {problem}; quote it if it is a name or a code, not a figure",
+            )
 
 
 def _yaml_type(value: Any) -> str:

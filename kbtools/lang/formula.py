@@ -7,8 +7,14 @@ ceil, floor, abs, sqrt, param(record, 'hardware-parameter-id') and default(name,
 (the fallback when the name has no value); and a function its record's type declares in
 its schema (`x-kb-functions`), called on the record: `model.kv_bytes(prefix_tokens)`. Everything else
 (other calls, subscripts, comprehensions, lambdas, dunders, keywords, f-strings,
-walrus...) is rejected before anything is evaluated. The evaluator walks the
+walrus...) is rejected before anything is evaluated (KB501); so is a call on anything but a record, a
+quantity's own methods included (`n.to('s')`), before its arguments are read. The evaluator walks the
 checked tree itself, so no Python code from a record ever runs.
+
+Bounds (KB507): a number literal is at most 1e30, an exponent a literal in [-64, 64]; every value the
+evaluator makes is finite, at most 1e300, in a unit whose powers stay within [-64, 64] (nested powers,
+`((n ** 64) ** 64)`, stop there), and the result is within the same bound in base units too, so that no
+later conversion (to the cost's unit, to a page's unit, to base units) turns it into an infinity.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ MAX_LENGTH = 2000
 MAX_NODES = 400
 MAX_DEPTH = 40  # evaluation and display recurse once per level: a deeper formula is refused, never a RecursionError
 MAX_EXPONENT = 64
+MAX_RESULT = 1e300  # the largest magnitude a computed value may have, in its own units and in base units
 FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param", "default"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
@@ -216,8 +223,9 @@ def _describe(node: ast.AST) -> str:
 
 Lookup = Callable[[tuple[str, ...]], Any]  # returns a pint.Quantity, or a Table
 ParamLookup = Callable[[str, str], pint.Quantity]
-# record.function(args): (record name, function name, argument values, the call as written) -> Quantity
-CallLookup = Callable[[str, str, list, str], pint.Quantity]
+# record.function(args): (record name, function name, the arguments, the call as written) -> Quantity. The
+# arguments come as a function that evaluates them, called once the callee is known to be a record's function.
+CallLookup = Callable[[str, str, Callable[[], list], str], pint.Quantity]
 
 
 class Table(dict):
@@ -227,8 +235,46 @@ class Table(dict):
 def evaluate(
     formula: Formula, lookup: Lookup, param: ParamLookup | None = None, call: CallLookup | None = None
 ) -> pint.Quantity:
-    """The formula's value: always one quantity (a whole table is an error, KB508)."""
-    return _scalar(_eval(formula.tree, lookup, param, call), formula.tree)
+    """The formula's value: always one quantity (a whole table is an error, KB508), finite and bounded in
+    its own units and in base units (KB507)."""
+    value = _scalar(_eval(formula.tree, lookup, param, call), formula.tree)
+    _converted(value, lambda: value.to_root_units(), "in base units")
+    return value
+
+
+def in_unit(value: pint.Quantity, unit: pint.Unit) -> pint.Quantity:
+    """A computed value converted to `unit`, still bounded (KB507): a value within bounds can overflow when
+    converted to a unit much smaller than its own."""
+    return _converted(value, lambda: value.to(unit), f"in {unit:~P}", unit)
+
+
+def _converted(value: pint.Quantity, conversion: Callable[[], Any], where: str, unit: Any = None) -> pint.Quantity:
+    try:
+        return _bounded(conversion(), where)
+    except OverflowError:  # pint's conversion factor is past a float: GB⁶⁴/s⁶⁴ in base units needs 1e9 ** 64
+        target = _log10_in_base(value) - (_log10_in_base(1 * unit) if unit is not None else 0.0)
+        if target > math.log10(MAX_RESULT):
+            raise FormulaError("KB507", f"result is too large {where} (at most {MAX_RESULT:g})") from None
+        raise FormulaError(  # GB⁶⁴/TB⁶⁴: a modest figure, but no conversion of it can be computed
+            "KB507",
+            f"result in {value.units:~P} cannot be converted {where}: its conversion factor is past any number; "
+            "divide by a quantity in the same unit (x / '1 GB', not x / '1 TB') before raising to a power",
+        ) from None
+
+
+def _log10_in_base(value: pint.Quantity) -> float:
+    """log10 of |value| in base units, from each unit's own factor: defined where pint's factor overflows."""
+    magnitude = abs(value.magnitude)
+    total: float = math.log10(magnitude) if magnitude else 0.0
+    for unit, power in value.unit_items():
+        exponent: Any = power  # pint types it as any number; a formula's unit powers are real
+        total += exponent * _log10_factor(unit)
+    return total
+
+
+@lru_cache(maxsize=512)
+def _log10_factor(unit: str) -> float:
+    return math.log10(abs(unit_registry().Quantity(1, unit).to_root_units().magnitude))
 
 
 def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLookup | None = None) -> Any:
@@ -251,7 +297,7 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         left = _scalar(_eval(node.left, lookup, param, call), node.left)
         if isinstance(node.op, ast.Pow):
             exponent = _literal_number(node.right)
-            return _finite(_apply(lambda: left**exponent, left, None, "**"))
+            return _bounded(_apply(lambda: left**exponent, left, None, "**"))
         right = _scalar(_eval(node.right, lookup, param, call), node.right)
         op = _BINOPS[type(node.op)]
         if op == "/" and right.magnitude == 0:
@@ -262,12 +308,15 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
             "*": lambda: left * right,
             "/": lambda: left / right,
         }[op]
-        return _finite(_apply(operation, left, right, op))
+        return _bounded(_apply(operation, left, right, op))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if call is None:
             raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
-        args = [_scalar(_eval(a, lookup, param, call), a) for a in node.args]
-        return call(ident(node.func.value), node.func.attr, args, ast.unparse(node))
+
+        def arguments() -> list:
+            return [_scalar(_eval(a, lookup, param, call), a) for a in node.args]
+
+        return call(ident(node.func.value), node.func.attr, arguments, ast.unparse(node))
     if isinstance(node, ast.Call):
         name = ident(node.func)
         if name == "default":
@@ -294,7 +343,7 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
         if name == "abs":
             return abs(value)
         if name == "sqrt":
-            return _finite(value**0.5)
+            return _bounded(value**0.5)
         if not value.dimensionless:
             raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
         number = value.to(ureg.dimensionless).magnitude
@@ -338,10 +387,24 @@ def _unit_phrase(value: pint.Quantity) -> str:
     return f"{value.units:~P} ({describe_dimension(value.dimensionality)})"
 
 
-def _finite(value: pint.Quantity) -> pint.Quantity:
+def _bounded(value: pint.Quantity, where: str = "") -> pint.Quantity:
+    """The value, when it is a finite real number within MAX_RESULT in a unit of bounded powers; else KB507.
+    Compared without converting: float() of a huge exact int raises OverflowError."""
     magnitude = value.magnitude
-    if isinstance(magnitude, complex) or not math.isfinite(magnitude) or abs(magnitude) > 1e300:
-        raise FormulaError("KB507", "result is too large or not a number")
+    if (
+        isinstance(magnitude, complex)
+        or (isinstance(magnitude, float) and not math.isfinite(magnitude))
+        or abs(magnitude) > MAX_RESULT
+    ):
+        shown = "not a number" if isinstance(magnitude, complex) or magnitude != magnitude else "too large"
+        raise FormulaError(
+            "KB507", f"result is {shown}" + (f" {where}" if where else "") + f" (at most {MAX_RESULT:g})"
+        )
+    for unit, power in value.unit_items():
+        if abs(power) > MAX_EXPONENT:
+            raise FormulaError(
+                "KB507", f"result's unit has {unit}^{power:g}; a power of a unit is at most {MAX_EXPONENT}"
+            )
     return value
 
 

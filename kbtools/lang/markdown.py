@@ -16,7 +16,12 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
-MAX_TARGET = 300  # the longest [[...]] or {{...}} looked for: a closing bracket is sought no further
+from kbtools.lang.formula import MAX_LENGTH as MAX_FORMULA_LENGTH
+
+MAX_TARGET = 300  # the longest [[...]] looked for: a closing bracket is sought no further
+# the longest {{...}}: any formula the formula language accepts (a longer one was plain text, unchecked, so an
+# overflowing value hid behind its length), plus room for the spaces around it
+MAX_VALUE = MAX_FORMULA_LENGTH + 16
 MAX_BODY_CHARS = 200_000  # markdown-it parses this in a few seconds even in its slow paths; records are far shorter
 MAX_BODY_LINKS = 10_000  # more wikilinks or inline values than any page needs
 
@@ -35,10 +40,10 @@ class WikiLink:
         return f"[[{inner}]]"
 
 
-def _closing(src: str, pos: int, closer: str) -> int:
-    """Where `closer` ends the construct opened at pos: on the same line and within MAX_TARGET, else -1.
+def _closing(src: str, pos: int, closer: str, reach: int = MAX_TARGET) -> int:
+    """Where `closer` ends the construct opened at pos: on the same line and within `reach`, else -1.
     Bounded so that many unclosed openers cost linear time, never a scan to the paragraph's end each."""
-    limit = pos + 2 + MAX_TARGET + len(closer)
+    limit = pos + 2 + reach + len(closer)
     newline = src.find("\n", pos, limit)
     return src.find(closer, pos + 2, newline if newline >= 0 else limit)
 
@@ -73,7 +78,7 @@ def _inline_value_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if not src.startswith("{{", pos):
         return False
-    end = _closing(src, pos, "}}")
+    end = _closing(src, pos, "}}", MAX_VALUE)
     if end < 0:
         return False
     if not silent:
@@ -186,7 +191,7 @@ def _scan_plain(body: str) -> BodyScan:
                 target, _, anchor = target.partition("#")
                 links.append(WikiLink(target.strip(), anchor.strip() or None, label.strip() or None, number, pos + 1))
             else:
-                end = _closing(line, pos, "}}")
+                end = _closing(line, pos, "}}", MAX_VALUE)
                 if end < 0:
                     pos += 1
                     continue

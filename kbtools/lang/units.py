@@ -19,8 +19,13 @@ import pint
 from kbtools.diagnostics import KbError
 
 DEFINITIONS = Path(__file__).with_name("units.txt")
-NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# The unit is what runs to its last non-space: a lazy `(.*?)\s*$` retried the trailing `\s*` at each
+# character, quadratic in a long run of spaces inside the value.
+NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*((?:.*\S)?)\s*$")
 MAX_MAGNITUDE = 1e30  # beyond any figure this domain has; keeps arithmetic far from overflow
+# The longest number text kb reads: far more digits than any figure carries, few enough that reading it is
+# cheap to convert (int() of thousands of digits is slow, and past 4,300 Python refuses it).
+MAX_NUMBER_TEXT = 100
 
 
 @lru_cache(maxsize=1)
@@ -34,6 +39,26 @@ def unit_registry() -> pint.UnitRegistry:
 
 class QuantityError(KbError, ValueError):
     """A value that is not a quantity of the expected kind; `code` says which check failed."""
+
+
+def number_problem(text: str | None, number: Any = None) -> str | None:
+    """Why a number read from a record is out of range (KB403), or None. `text` is the number as written,
+    checked for length before anything converts it; `number` its value. Safe for an int of any size: it never
+    converts one to a float (OverflowError) or to a string (ValueError past 4,300 digits)."""
+    if text is not None and len(text.strip()) > MAX_NUMBER_TEXT:
+        digits = sum(c.isdigit() for c in text)
+        return f"a number of {digits:,} digits (kb reads numbers of at most {MAX_NUMBER_TEXT} characters)"
+    if isinstance(number, float) and not math.isfinite(number):
+        return "not a finite number"
+    if isinstance(number, (int, float)) and abs(number) > MAX_MAGNITUDE:
+        return f"|value| must be at most {MAX_MAGNITUDE:g}"
+    return None
+
+
+def shorten(text: str, keep: int = 24) -> str:
+    """Text as a message quotes it: a long one cut, so a diagnostic never echoes thousands of digits."""
+    text = text.strip()
+    return repr(text if len(text) <= keep + 16 else f"{text[:keep]}…")
 
 
 @dataclass(frozen=True)
@@ -130,29 +155,38 @@ def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
     if isinstance(value, bool):
         raise QuantityError("KB400", f"{str(value).lower()} is not a quantity")
     if isinstance(value, (int, float)):
+        problem = number_problem(None, value)
+        if problem:  # before any message prints it: str() of a huge int raises
+            raise QuantityError(
+                "KB403", f"{'a number' if isinstance(value, int) else repr(value)} is out of range: {problem}"
+            )
         if default_unit in (None, "*"):
             raise QuantityError("KB400", f"{value} needs a unit: write it as 'VALUE UNIT'")
         magnitude, unit = value, parse_unit(default_unit)
     elif isinstance(value, str):
         match = NUMBER.match(value)
         if not match:
-            raise QuantityError("KB400", f"'{value}' is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'")
+            raise QuantityError("KB400", f"{shorten(value)} is not a quantity: write 'VALUE UNIT', e.g. '4.8 TB/s'")
         number, unit_text = match.groups()
         if "," in unit_text[:1] or re.match(r"^,\d", unit_text):
-            raise QuantityError("KB400", f"'{value}': write numbers without thousands separators (70272, not 70,272)")
+            raise QuantityError(
+                "KB400", f"{shorten(value)}: write numbers without thousands separators (70272, not 70,272)"
+            )
+        problem = number_problem(number)  # the text first: converting thousands of digits is the danger
+        if problem:
+            raise QuantityError("KB403", f"{shorten(value)} is out of range: {problem}")
         magnitude = float(number) if any(c in number for c in ".eE") else int(number)
         if unit_text:
             unit = parse_unit(unit_text)
         elif default_unit in (None, "*"):
-            raise QuantityError("KB400", f"'{value}' needs a unit")
+            raise QuantityError("KB400", f"{shorten(value)} needs a unit")
         else:
             unit = parse_unit(default_unit)
+        problem = number_problem(None, magnitude)
+        if problem:
+            raise QuantityError("KB403", f"{shorten(value)} is out of range: {problem}")
     else:
         raise QuantityError("KB400", f"a {type(value).__name__} is not a quantity")
-    if not math.isfinite(magnitude) or abs(magnitude) > MAX_MAGNITUDE:
-        raise QuantityError(
-            "KB403", f"{value!r} is out of range (|value| must be finite and at most {MAX_MAGNITUDE:g})"
-        )
     return ureg.Quantity(magnitude, unit)
 
 

@@ -184,15 +184,13 @@ def evaluate_cost(
             f"({format_quantity(quantity)}), but its unit is {spec['unit']} ({describe_dimension(unit_q.dimensionality)})",
         )
         return FAILED
-    value = c.derived_value(
-        record,
-        where,
-        name if row_key is None else f"{name}[{row_key}]",
-        quantity.to(unit_q),
-        formula,
-        used,
-        spec["unit"],
-    )
+    try:
+        value = c.derived_value(
+            record, where, name if row_key is None else f"{name}[{row_key}]", quantity, formula, used, spec["unit"]
+        )
+    except FormulaError as exc:  # finite as computed, but not in the cost's unit
+        c.report(exc.code, record, where, f"{label}: {exc.message}")
+        return FAILED
     for bound in ("at_most", "at_least"):
         if bound in spec:
             check_bound(c, record, name, label, value, spec, bound)

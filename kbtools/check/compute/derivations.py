@@ -3,6 +3,7 @@ derivations (x-kb-derive) checked against stated figures, the type's functions, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute import parameters
@@ -20,7 +21,7 @@ from kbtools.check.compute.values import (
 from kbtools.check.links import walk_plan
 from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic
-from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, parse_formula
+from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, in_unit, parse_formula
 from kbtools.lang.units import (
     QuantityError,
     Written,
@@ -157,7 +158,11 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
         except QuantityError as exc:
             c.report("KB504", record, (name,), f"{name}: {formula.text} gives {exc.message}")
             return FAILED
-    derived = c.derived_value(record, (name,), name, quantity, formula, inputs, unit)
+    try:
+        derived = c.derived_value(record, (name,), name, quantity, formula, inputs, unit)
+    except FormulaError as exc:  # finite as computed, but not in the field's unit
+        c.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
+        return FAILED
     if stated is None:
         return derived
     compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", c.corpus.settings.tolerance))
@@ -232,10 +237,8 @@ def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: 
     """record.function(args): a function the record's type declares in its schema (x-kb-functions),
     evaluated over that record's fields with the arguments bound to its parameters."""
 
-    def call(var: str, function: str, args: list, text: str) -> Any:
-        target = c.referenced(record, var, bindings)
-        if target is None:
-            raise MissingName(var, f"{text}: '{var}' is not a record reference")
+    def call(var: str, function: str, arguments: Callable[[], list], text: str) -> Any:
+        target = callee(c, record, var, bindings, text)
         declared = c.types[target.type].functions if target.type in c.types else {}
         spec = matching(target, declared.get(function))
         if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str):
@@ -245,14 +248,15 @@ def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: 
                 f"{text}: {target.key} is a {target.type}, whose schema declares no function "
                 f"'{function}' (it declares: {known})",
             )
-        arguments: dict[str, Any] = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
-        if len(args) != len(arguments):
+        signature: dict[str, Any] = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
+        args = arguments()  # read only now that the call is known to be a record's declared function
+        if len(args) != len(signature):
             raise FormulaError(
                 "KB502",
-                f"{text}: {function}() takes {len(arguments)} argument(s) ({', '.join(arguments)}), not {len(args)}",
+                f"{text}: {function}() takes {len(signature)} argument(s) ({', '.join(signature)}), not {len(args)}",
             )
         bound: dict[str, Any] = {}
-        for (name, unit), arg in zip(arguments.items(), args, strict=True):
+        for (name, unit), arg in zip(signature.items(), args, strict=True):
             if isinstance(unit, str) and not arg.is_compatible_with(parse_unit(unit)):
                 raise FormulaError("KB503", f"{text}: {function}()'s {name} is in {unit}, not {format_quantity(arg)}")
             bound[name] = arg
@@ -278,10 +282,34 @@ def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: 
     return call
 
 
+def callee(c: Computer, record: Record, var: str, bindings: dict[str, Record], text: str) -> Record:
+    """The record `var` names in a call var.function(...). A call on a quantity is a construct the language
+    does not have (KB501): `n.to('s')` reaches for the number's own methods, which no formula may call."""
+    try:
+        target = c.referenced(record, var, bindings)
+    except FormulaError:  # a quantity input, which has no fields and no functions
+        target = None
+    if target is not None:
+        return target
+    raw = record.mapping("inputs").get(var, record.data.get(var))
+    if raw is not None or var in record.mapping("costs"):
+        kind = "a list" if isinstance(raw, list) else "a quantity"
+        raise FormulaError(
+            "KB501",
+            f"{text}: '{var}' is {kind}, not a record, so it has no functions; only a function a record's type "
+            "declares can be called, as record.name(...), and units are converted by the cost's or field's unit",
+        )
+    raise MissingName(var, f"{text}: '{var}' is not a record reference")
+
+
 def compare(
     c: Computer, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
 ) -> None:
-    recomputed = computed.quantity.to(stated.units)
+    try:
+        recomputed = in_unit(computed.quantity, stated.units)
+    except FormulaError as exc:  # the recomputed figure overflows in the stated figure's unit
+        c.report(exc.code, record, path, f"{label}: {exc.message}")
+        return
     stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
     if not differs(stated_m, computed_m, tolerance):
         return

@@ -21,7 +21,7 @@ from kbtools.check.links import Index
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, internal_error
-from kbtools.lang.formula import Formula, FormulaError
+from kbtools.lang.formula import Formula, FormulaError, in_unit
 from kbtools.lang.units import (
     Written,
     parse_unit,
@@ -138,7 +138,7 @@ class Computer:
     ) -> Value:
         line, _ = record.position(path)
         if unit is not None:
-            quantity = quantity.to(parse_unit(unit))
+            quantity = in_unit(quantity, parse_unit(unit))  # FormulaError KB507 when it overflows there
         used = tuple(inputs.items())
         sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
         confidence = min((v.confidence for _, v in used), default=self.confidence(record))

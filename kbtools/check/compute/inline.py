@@ -17,11 +17,12 @@ from kbtools.check.compute.values import (
 )
 from kbtools.corpus import Record
 from kbtools.diagnostics import Diagnostic
-from kbtools.lang.formula import FormulaError, MissingName, evaluate, parse_formula
+from kbtools.lang.formula import FormulaError, MissingName, evaluate, in_unit, parse_formula
 from kbtools.lang.markdown import find_inline_values
 from kbtools.lang.units import (
     QuantityError,
     check_dimension,
+    parse_unit,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def inline_values(c: Computer, record: Record) -> list[InlineValue]:
             else:
                 if unit:
                     check_dimension(value.quantity, unit)
+                    in_unit(value.quantity, parse_unit(unit))  # KB507 when it overflows in the unit asked for
                 rendered = value.shown(unit)
         except (FormulaError, QuantityError) as exc:
             code = exc.code if exc.code == "KB512" else "KB509"

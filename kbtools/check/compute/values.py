@@ -4,13 +4,14 @@ recomputation, verdicts, ranges over competing values, the formula with its inpu
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from kbtools.check.links import QUALIFIED
 from kbtools.corpus import Corpus, Record
-from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, written_out
+from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, in_unit, written_out
 from kbtools.lang.units import (
     QuantityError,
     describe_dimension,
@@ -167,11 +168,15 @@ def _labels(value: Value) -> list[str]:
     return [label for label, _ in value.variants]
 
 
-def _under(value: Value, label: str) -> Any:
-    """A value's figure (or table) when the competing value `label` is taken instead of the preferred one."""
+def _swapper(value: Value) -> Callable[[str], Any]:
+    """label -> the value's figure (or table) when the competing value `label` is taken instead of the preferred
+    one. Its variants are indexed once, here: looked up once per label, each label costs O(1) (O(rows) for a
+    table), where indexing them at each lookup made a field with N competing values cost N² per figure."""
     if value.rows is not None:
-        return Table({key: _under(row, label) for key, row in value.rows})
-    return dict(value.variants).get(label, value.quantity)
+        rows = [(key, _swapper(row)) for key, row in value.rows]
+        return lambda label: Table({key: swap(label) for key, swap in rows})
+    figures = dict(value.variants)
+    return lambda label: figures.get(label, value.quantity)
 
 
 def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: Any) -> tuple[tuple[str, Any], ...]:
@@ -180,13 +185,13 @@ def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: An
     labels = dict.fromkeys(label for _, value in used for label in _labels(value))
     if not labels:
         return ()
-    values = dict(used)
+    swappers = {key: _swapper(value) for key, value in used}
     out = []
 
     def pick(key: str, label: str) -> Any:
-        if key not in values:
+        if key not in swappers:
             raise MissingName(key)  # a name default() stood in for: the same fallback applies
-        return _under(values[key], label)
+        return swappers[key](label)
 
     for label in labels:
 
@@ -196,12 +201,12 @@ def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: An
         def param(var: str, pid: str, label: str = label) -> Any:
             return pick(f"param({var}, '{pid}')", label)
 
-        def call(var: str, function: str, args: list, text: str, label: str = label) -> Any:
+        def call(var: str, function: str, arguments: Callable[[], list], text: str, label: str = label) -> Any:
             return pick(text, label)
 
         try:
             figure = evaluate(formula, name, param, call)
-            out.append((label, figure.to(units)))
+            out.append((label, in_unit(figure, units)))
         except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
             continue  # this variant cannot be computed (say, a division by zero): the range leaves it out
     return tuple(out)

@@ -1,0 +1,60 @@
+"""Reading a file kb did not write (a record, a schema, a configuration, a theme file, a model config):
+only a regular file, opened without blocking and checked once open, and at most `limit` bytes. A FIFO
+never hangs kb, a link to /dev/zero is never read, and a file swapped for another between a check and the
+read is the file that was checked."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+MAX_SCHEMA_BYTES = 5 * 1024 * 1024  # this repository's largest schema is some 30 KB
+MAX_CONFIG_BYTES = 1024 * 1024  # kb.toml, pyproject.toml: a few KB
+
+
+class NotReadable(OSError):
+    """The path is no regular file, or is larger than kb reads, or cannot be read; str() says which."""
+
+    def __init__(self, message: str, too_large: bool = False):
+        super().__init__(message)
+        self.message, self.too_large = message, too_large
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def read_regular_file(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.stat_result]:
+    """A regular file's bytes (at most `limit`) and its stat, taken before the read. NotReadable otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise NotReadable(f"cannot read file: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotReadable(f"not a regular file but {_kind(st.st_mode)}; it was not read")
+        if st.st_size > limit:
+            raise NotReadable(
+                f"file is {st.st_size / 1048576:.1f} MiB; kb reads at most {limit / 1048576:g} MiB here (it was not read)",
+                too_large=True,
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            try:
+                raw = handle.read(limit + 1)
+            except OSError as exc:
+                raise NotReadable(f"cannot read file: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        raise NotReadable(f"file grew past {limit / 1048576:g} MiB while it was read; it was not read", too_large=True)
+    return raw, st
