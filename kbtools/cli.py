@@ -223,8 +223,9 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.report import format_text, summarize
+    from kbtools.outputs.targets import OutputError
     from kbtools.site.build import build_site
-    from kbtools.site.publish import OutputError, check_output
+    from kbtools.site.publish import check_output
 
     out = args.out or settings.build_path
     try:
@@ -278,7 +279,8 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.site.publish import OutputError, check_output
+    from kbtools.outputs.targets import OutputError
+    from kbtools.site.publish import check_output
     from kbtools.site.serve import serve
 
     out = (args.out or settings.build_path).absolute()
@@ -300,7 +302,7 @@ def run_measure(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.authoring.new import AuthoringError
 
     def say(text: str) -> None:
-        print(f"kb measure: {text}", file=sys.stderr, flush=True)
+        _say("measure", text)
 
     request = Request(
         tiers=set(args.tiers),
@@ -396,7 +398,7 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.export import export
-    from kbtools.site.publish import OutputError
+    from kbtools.outputs.targets import OutputError
 
     if not args.sqlite and not args.json:
         print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
@@ -425,7 +427,7 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
 def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple[int, int, list[Path]]:
     from kbtools.authoring.fmt import format_file
     from kbtools.check.load import discover
-    from kbtools.outputs.report import one_line
+    from kbtools.diagnostics import one_line
 
     if args.paths:
         # not resolve(): a symlink loop is that file's error; a file named twice is formatted once
@@ -533,10 +535,10 @@ def _finish_moves(settings: Settings) -> None:
 def _say(command: str, message: object) -> None:
     """A refusal or failure, one line on stderr; control characters from the input shown as escapes, so a
     name or key the user passed (or a config carried) can neither forge a line nor drive the terminal."""
-    from kbtools.outputs.report import one_line
+    from kbtools.diagnostics import one_line
 
     prefix = f"kb {command}: " if command else "kb: "
-    print(prefix + one_line(str(message)), file=sys.stderr)
+    print(prefix + one_line(str(message)), file=sys.stderr, flush=True)
 
 
 def _guarded(handler) -> int:

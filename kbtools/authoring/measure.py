@@ -16,34 +16,47 @@ What is measured, each within a size and a time bound:
 
 Each figure becomes a draft measurement record (basis measured) whose conditions say the machine, the
 sizes, the repetitions and the spread, citing one source record for the run. Records are created, never
-replaced; the file kb writes to read back is removed, and kb writes nowhere else under the path given.
+replacing a file (a taken id gets the next -N, tried by an exclusive create); the file kb writes to read
+back is removed, also on Ctrl-C, SIGTERM or SIGHUP, and kb writes nowhere else under the path given.
+--max-bytes is lowered to what the machine has (memory available, the path's free space) and a KV block
+past it is refused before anything is allocated.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import datetime as dt
 import functools
+import itertools
 import json
 import mmap
 import multiprocessing
 import os
 import platform
 import random
+import re
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbtools import __version__
-from kbtools.atomic import create_file
+from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
 from kbtools.authoring.new import AuthoringError
+from kbtools.diagnostics import one_line
+from kbtools.ids import id_problem
 
 ALIGN = 4096  # O_DIRECT wants buffers, offsets and lengths aligned to the device's block; 4 KiB serves all
 MiB = 1 << 20
+MARK = ".kb-measure-"  # how the file kb writes under --path is named: hidden, and plainly kb's
 
 
 @dataclass
@@ -73,6 +86,150 @@ class Figure:
     @property
     def spread(self) -> tuple[float, float]:
         return min(self.samples), max(self.samples)
+
+
+# ---------------------------------------------------------------- what this machine has
+
+
+MEMORY_SHARE = 4  # the memory figures use at most a quarter of the memory available: the KV reads hold a
+# pool, the blocks and a flush buffer at once, the GPU ones a pinned and a pageable copy, and the rest of
+# the machine goes on running beside them
+DISK_SHARE = 2  # the file is at most half the free space, so measuring never fills the disk under others
+
+
+@dataclass
+class Cap:
+    """What --max-bytes comes to for one kind of buffer on this machine."""
+
+    bytes: int
+    why: str | None = None  # what the machine has, when that is below --max-bytes (which is then lowered)
+
+
+def memory_available() -> int | None:
+    """Bytes of memory this machine can give without swapping (MemAvailable, else its free pages); None
+    where it does not say."""
+    for line in _read("/proc/meminfo").splitlines():
+        fields = line.split()
+        if fields[:1] == ["MemAvailable:"] and len(fields) > 1 and fields[1].isdigit():
+            return int(fields[1]) * 1024
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def free_space(directory: Path) -> int:
+    """Bytes an unprivileged writer may still put on `directory`'s filesystem."""
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
+
+
+def memory_cap(requested: int) -> Cap:
+    available = memory_available()
+    if available is None:  # nothing to go by: no more than the default bound
+        limit, why = Bounds.bytes, "the default, as this machine does not say how much memory is available"
+    else:
+        limit, why = max(MiB, available // MEMORY_SHARE), "a quarter of the memory available"
+    return Cap(requested) if requested <= limit else Cap(limit, why)
+
+
+def file_cap(requested: int, directory: Path) -> Cap:
+    try:
+        free = free_space(directory)
+    except OSError as exc:
+        raise AuthoringError(f"--path {directory}: cannot tell its free space ({exc.strerror or exc})") from None
+    limit = free // DISK_SHARE // ALIGN * ALIGN
+    if limit < ALIGN:
+        raise AuthoringError(f"--path {directory} has {free:,} B free: too little for kb's file to read back")
+    return Cap(requested) if requested <= limit else Cap(limit, f"half the free space at {directory}")
+
+
+def _lowered(cap: Cap) -> str:
+    return f"--max-bytes lowered to {cap.bytes / MiB:,.0f} MiB ({cap.why})"
+
+
+def _refuse_block(block: int, block_tokens: int, per_token: float, requested: int, caps: list[Cap]) -> None:
+    """Refuse before anything is allocated a KV block that would not fit the tightest bound it is held in
+    (memory always; the file too for a file tier's KV reads)."""
+    tightest = min(caps, key=lambda cap: cap.bytes)
+    if block <= tightest.bytes:
+        return
+    size = f"a block of {block:,} B ({block_tokens:,} block tokens × {per_token:,.0f} B of KV per token)"
+    if tightest.why:
+        raise AuthoringError(
+            f"{size} is larger than --max-bytes {tightest.bytes:,} B (lowered from {requested:,} B to "
+            f"{tightest.why}): nothing measured; lower --block-tokens"
+        )
+    raise AuthoringError(
+        f"{size} is larger than --max-bytes {tightest.bytes:,} B: nothing measured; raise --max-bytes or lower "
+        "--block-tokens"
+    )
+
+
+# ---------------------------------------------------------------- stop signals
+
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) raised where the run is, so that its cleanup runs as for
+    Ctrl-C. A KeyboardInterrupt, so every caller that handles Ctrl-C handles it without a traceback."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """While the block runs, a stop signal raises Stopped into it, so each `finally` removes what kb made
+    (a SIGTERM would otherwise end the process where it stands). Afterwards the previous handlers are
+    back, and a signal whose previous handler was the default one is delivered again: kb then ends as that
+    signal ends a process, and whoever sent it sees so. A signal that was ignored (nohup) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    ours = [signum for signum, handler in previous.items() if handler not in (signal.SIG_IGN, None)]
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if stopping:
+            return  # a second signal must not cut the first one's cleanup short
+        stopping.append(signum)
+        raise Stopped(signum)
+
+    for signum in ours:
+        signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum in ours:
+            signal.signal(signum, previous[signum])
+        if stopping and previous[stopping[0]] is signal.SIG_DFL:
+            signal.raise_signal(stopping[0])
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """The stop signals wait while the block runs: a stop between creating a file and noting its name
+    would leave a file that nobody knows to remove. They are delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _default_stop_signals() -> None:
+    """A forked worker dies of a stop signal quietly, as the default does: the parent cleans up."""
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def _repeat(run: Callable[[], float], bounds: Bounds, moved: int) -> list[float]:
@@ -115,6 +272,7 @@ def _copy_seconds(size: int, repetitions: int, barrier=None) -> float:
 
 def _worker(size: int, repetitions: int, barrier, results) -> None:
     """One process of the all-cores copy: its own buffers, started together with the others."""
+    _default_stop_signals()
     results.put(_copy_seconds(size, repetitions, barrier))
 
 
@@ -269,13 +427,13 @@ class FileTier:
     """A file kb writes under `directory` to read back, removed afterwards."""
 
     def __init__(self, directory: Path, size: int):
-        if not directory.is_dir():
-            raise AuthoringError(f"--path {directory} is not a directory")
         self.directory = directory.resolve()
         self.size = max(ALIGN, size // ALIGN * ALIGN)
-        handle, name = tempfile.mkstemp(prefix=".kb-measure-", dir=self.directory)  # never outside it
-        self.path = Path(name)
+        self.made: Path | None = None  # the file once it exists, which remove() removes
         try:
+            with signals_held():  # a stop once the file exists finds its name here
+                handle, name = tempfile.mkstemp(prefix=MARK, dir=self.directory)  # never outside it
+                self.path = self.made = Path(name)
             with os.fdopen(handle, "wb") as out:
                 chunk = os.urandom(MiB)
                 left = self.size
@@ -334,7 +492,8 @@ class FileTier:
             buffer.close()
 
     def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
+        if self.made is not None:
+            self.made.unlink(missing_ok=True)
 
 
 def file_sequential(tier: FileTier, bounds: Bounds) -> Figure:
@@ -569,22 +728,49 @@ def _gbps(value: float) -> str:
     return f"{value / 1e9:.3g} GB/s"
 
 
+# What one_line leaves that a record may not hold raw: C1 controls, the surrogates Python decodes bytes that
+# are not UTF-8 into (a path's, a host name's), and the two non-characters YAML refuses.
+_UNWRITABLE = re.compile("[\x80-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8: shown as the byte, as repr shows bytes
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char.encode("unicode_escape").decode("ascii")
+
+
 def _yaml_string(text: str) -> str:
-    """A YAML double-quoted scalar: a JSON string is one, so a path or a CPU name with quotes stays intact."""
-    return json.dumps(text, ensure_ascii=False)
+    """A YAML double-quoted scalar of `text` as a person reads it: control characters (a newline or DEL in
+    a path) and bytes that are not UTF-8 written as visible escapes, as kb shows them on a terminal, so
+    nothing reaches a record raw and every record kb writes passes kb check. A JSON string is a YAML
+    double-quoted one, so quotes and backslashes stay intact."""
+    return json.dumps(_UNWRITABLE.sub(_escaped, one_line(text)), ensure_ascii=False)
+
+
+def _when(now: dt.datetime, copy: int) -> str:
+    """The time a name carries, which tells two runs of one day apart; with the id's -N for two in one
+    second (kb check warns of two records named alike)."""
+    return f"{now:%Y-%m-%d %H:%M:%S} UTC" + (f" #{copy}" if copy > 1 else "")
 
 
 def record_text(
-    figure: Figure, type_name: str, record_id: str, source_id: str, common: list[str], now: dt.datetime
+    figure: Figure,
+    type_name: str,
+    record_id: str,
+    source_id: str,
+    common: list[str],
+    now: dt.datetime,
+    copy: int = 1,
 ) -> str:
-    today, when = now.date(), f"{now:%Y-%m-%d %H:%M:%S} UTC"  # the time tells two runs of one day apart
+    today, when = now.date(), _when(now, copy)
     low, high = figure.spread
     conditions = "; ".join(
         [
             *common,
             *figure.conditions,
             f"{len(figure.samples)} repetitions, median {_gbps(figure.median)}, from {_gbps(low)} to {_gbps(high)}",
-            f"kb {__version__}, {when}",
+            f"kb {__version__}, {now:%Y-%m-%d %H:%M:%S} UTC",
         ]
     )
     return (
@@ -610,8 +796,10 @@ def record_text(
     )
 
 
-def source_text(type_name: str, source_id: str, common: list[str], now: dt.datetime, records: list[str]) -> str:
-    today, when = now.date(), f"{now:%Y-%m-%d %H:%M:%S} UTC"
+def source_text(
+    type_name: str, source_id: str, common: list[str], now: dt.datetime, records: list[str], copy: int = 1
+) -> str:
+    today, when = now.date(), _when(now, copy)
     host = platform.node() or "this machine"
 
     return (
@@ -628,30 +816,55 @@ def source_text(type_name: str, source_id: str, common: list[str], now: dt.datet
         f"no_url: {_yaml_string(f'a measurement made on this machine by kb measure {__version__}; its conditions are in each record')}\n"
         f"notes: {_yaml_string('; '.join(common))}\n"
         "---\n"
-        "The run of `kb measure` that these measurement records cite: " + ", ".join(f"[[{r}]]" for r in records) + ".\n"
+        "The run of `kb measure` that these measurement records cite: "
+        + (", ".join(f"[[{r}]]" for r in records) or "(being written)")
+        + ".\n"
     )
 
 
 def write_records(settings, registry, figures: list[Figure], now: dt.datetime) -> list[Path]:
-    """The run's source and one record per figure, each created (never replacing a file). The types are
-    the ones playing the measurement and source roles (x-kb-role)."""
+    """The run's source and one record per figure, each created (never replacing a file), the run's
+    source first. The types are the ones playing the measurement and source roles (x-kb-role). A run
+    stopped part way removes the records it created, so none is left citing a source never finished."""
     measurement, source = (_role(registry, role) for role in ("measurement", "source"))
-    host = "".join(c if c.isalnum() else "-" for c in (platform.node() or "host").lower()).strip("-") or "host"
-    stamp = now.strftime("%Y%m%d")
+    host, stamp = _host_word(), now.strftime("%Y%m%d")
     common = machine()
     sources, measurements = settings.records_path / source.dir, settings.records_path / measurement.dir
-    source_id = _free(sources, f"kb-measure-{host}-{stamp}")
-    written, keys = [], []
-    for figure in figures:
-        record_id = _free(measurements, f"{host}-{figure.slug}-{stamp}")
-        text = record_text(figure, measurement.name, record_id, source_id, common, now)
-        written.append(_create(measurements / f"{record_id}.md", text))
-        figure.key = f"{measurement.dir}/{record_id}"
-        keys.append(figure.key)
-    # the source last, linking every record it stands for (so none is an orphan)
-    text = source_text(source.name, source_id, common, now, keys)
-    written.insert(0, _create(sources / f"{source_id}.md", text))
-    return written
+    created: list[tuple[Path, str]] = []
+    try:
+        # the source first, so that every record cites an id this run holds; it links them once they exist
+        source_id, copy = _create_new(
+            sources,
+            f"kb-measure-{host}-{stamp}",
+            lambda id_, n: source_text(source.name, id_, common, now, [], n),
+            created,
+        )
+        keys = []
+        for figure in figures:
+
+            def text_of(record_id: str, n: int, figure: Figure = figure) -> str:
+                return record_text(figure, measurement.name, record_id, source_id, common, now, n)
+
+            record_id, _ = _create_new(measurements, f"{host}-{figure.slug}-{stamp}", text_of, created)
+            figure.key = f"{measurement.dir}/{record_id}"
+            keys.append(figure.key)
+        path, placeholder = created[0]
+        try:
+            replace_file(path, source_text(source.name, source_id, common, now, keys, copy), placeholder.encode())
+        except ChangedMeanwhile as exc:
+            raise AuthoringError(str(exc)) from None
+    except BaseException:
+        for path, text in created:
+            _remove_if_unchanged(path, text)
+        raise
+    return [path for path, _ in created]
+
+
+def _host_word() -> str:
+    """This machine's name as id words: letters reduced to ASCII (Wörk -> work), every other run of
+    characters one hyphen, short enough that an id with it stays within ids.py's length."""
+    name = unicodedata.normalize("NFKD", platform.node()).encode("ascii", "ignore").decode("ascii").lower()
+    return "-".join(re.findall(r"[a-z0-9]+", name))[:40].strip("-") or "host"
 
 
 def _role(registry, role: str):
@@ -663,17 +876,37 @@ def _role(registry, role: str):
     return found
 
 
-def _free(directory: Path, base: str) -> str:
-    candidate, n = base, 1
-    while (directory / f"{candidate}.md").exists():
-        n += 1
-        candidate = f"{base}-{n}"
-    return candidate
+def _create_new(
+    directory: Path, base: str, text_for: Callable[[str, int], str], created: list[tuple[Path, str]]
+) -> tuple[str, int]:
+    """Create the record `base`, else `base-2`, `base-3` ...: each tried by an exclusive create, which
+    fails on any file already there (another run's, one someone planted, a dangling link), so two runs at
+    once never take one id and nothing is replaced. The id made and its number; noted in `created`."""
+    for n in itertools.count(1):
+        record_id = base if n == 1 else f"{base}-{n}"
+        problem = id_problem(record_id)
+        if problem:
+            raise AuthoringError(f"kb measure made '{record_id}', which is not a record id: {problem}")
+        path, text = directory / f"{record_id}.md", text_for(record_id, n)
+        try:
+            with signals_held():  # a stop once the record exists finds it in `created`
+                create_file(path, text)
+                created.append((path, text))
+        except FileExistsError:
+            if not directory.is_dir():  # not a taken id: the type's directory is a file
+                raise AuthoringError(f"{directory} is not a directory; kb measure writes its records there") from None
+            continue
+        return record_id, n
+    raise AssertionError("unreachable")  # itertools.count never ends
 
 
-def _create(path: Path, text: str) -> Path:
-    create_file(path, text)  # FileExistsError if another writer made it meanwhile: never replaced
-    return path
+def _remove_if_unchanged(path: Path, text: str) -> None:
+    """Remove a record this run created, unless someone has changed it since: then it is theirs."""
+    try:
+        if path.read_bytes() == text.encode():
+            path.unlink()
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------- a run
@@ -710,6 +943,12 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
         raise AuthoringError(
             "the file tier needs --path DIR: a directory on the tier, where kb may write one file and remove it"
         )
+    if "file" in tiers and request.path is not None and not request.path.is_dir():
+        raise AuthoringError(f"--path {request.path} is not a directory")
+    # --max-bytes is a bound, so what the machine has lowers it (said, and written in the conditions) and
+    # the run goes on within it: nothing is ever allocated past memory or written past the free space
+    memory_bound = memory_cap(bounds.bytes)
+    file_bound = file_cap(bounds.bytes, request.path) if "file" in tiers and request.path is not None else None
     wanted = "kv" in tiers and request.kv_model
     corpus = None
     if wanted or request.file_tier or request.memory_tier:  # the model's KV bytes, or a tier to resolve
@@ -735,60 +974,80 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
                 raise AuthoringError(
                     f"no kv_bytes_per_token for '{request.kv_model}' (is it a model record that kb check computes?)"
                 )
-            block = int(per_token.quantity.to("B/token").magnitude * request.block_tokens)
+            per_token_bytes = float(per_token.quantity.to("B/token").magnitude)
+            block = int(per_token_bytes * request.block_tokens)
+            _refuse_block(
+                block,
+                request.block_tokens,
+                per_token_bytes,
+                bounds.bytes,
+                [memory_bound] + ([file_bound] if file_bound else []),  # a file's KV read holds a block in memory
+            )
     elif "kv" in tiers:
         say("KV-shaped reads need --kv-model DIR/ID (the model whose KV bytes per token size a block); skipped")
-    figures: list[Figure] = []
-    if "memory" in tiers:
-        for processes in sorted({1, os.cpu_count() or 1}):
-            say(f"memory copy, {processes} process{'es' if processes > 1 else ''} ...")
-            figures.append(memory_copy(bounds, processes))
-    if block:
-        say(f"memory, KV-shaped: up to {request.blocks} blocks of {block:,} B, prefix and scattered ...")
-        figures.extend(memory_kv(bounds, block, request.blocks))
-    for figure in figures:
-        figure.tier = memory_tier.id if memory_tier else None
-    if "file" in tiers and request.path is not None:
-        say(f"file at {request.path}: writing a {bounds.bytes / MiB:.0f} MiB file to read back ...")
-        tier = FileTier(request.path, bounds.bytes)
-        on_file: list[Figure] = []
-        try:
+    in_memory = memory_bound if tiers & {"memory", "gpu"} or block else None  # the file tier alone holds little
+    for cap, what in ((in_memory, "the memory figures"), (file_bound, "the file")):
+        if cap is not None and cap.why:
             say(
-                f"file at {tier.directory}: sequential read, {'O_DIRECT' if tier.direct else 'after posix_fadvise'} ..."
+                f"--max-bytes {bounds.bytes:,} B is more than this machine has: {what} use at most {cap.bytes:,} B ({cap.why})"
             )
-            on_file.append(file_sequential(tier, bounds))
-            if block:
-                say("file, KV-shaped: prefix and scattered ...")
-                on_file.extend(file_kv(tier, bounds, block, request.blocks))
-        finally:
-            tier.remove()
-        for figure in on_file:
-            figure.conditions.insert(0, filesystem(tier.directory))
-            figure.tier = file_tier.id if file_tier else None
-        figures += on_file
-    skipped = None
-    if "gpu" in tiers:
-        skipped = gpu_skipped()
-        if skipped:
-            say(f"GPU copies skipped: {skipped}")
-        else:
-            gpu = Gpu()
-            say(f"GPU {gpu.name}: host to device and back, pinned and pageable, and within the device ...")
-            on_gpu = gpu_copies(gpu, bounds)
-            if block:
-                say(f"GPU {gpu.name}, KV-shaped: a prefix and scattered blocks from pinned host memory ...")
-                on_gpu.extend(gpu_kv(gpu, bounds, block, request.blocks))
-            for figure in on_gpu:
-                figure.tier = memory_tier.id if memory_tier else None  # host memory read over the GPU's link
-            figures.extend(on_gpu)
-    if not figures:
-        raise AuthoringError("nothing measured" + (f": GPU copies skipped, {skipped}" if skipped else ""))
-    if memory_tier and not any(f.tier == memory_tier.id and f.shape for f in figures):
-        say(
-            f"the host-memory figures name {memory_tier.key} but do not price it: a hit served from host memory "
-            "crosses the GPU's link, which kb measure gpu measures (kv-shaped with --kv-model) where a device is"
-        )
-    written = write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
+    memory = dataclasses.replace(bounds, bytes=memory_bound.bytes)
+    with stop_signals_raise():  # a SIGTERM or SIGHUP cleans up as Ctrl-C does: the file, the records part written
+        figures: list[Figure] = []
+        if "memory" in tiers:
+            for processes in sorted({1, os.cpu_count() or 1}):
+                say(f"memory copy, {processes} process{'es' if processes > 1 else ''} ...")
+                figures.append(memory_copy(memory, processes))
+        if block:
+            say(f"memory, KV-shaped: up to {request.blocks} blocks of {block:,} B, prefix and scattered ...")
+            figures.extend(memory_kv(memory, block, request.blocks))
+        for figure in figures:
+            figure.tier = memory_tier.id if memory_tier else None
+        if file_bound is not None and request.path is not None:
+            say(f"file at {request.path}: writing a {file_bound.bytes / MiB:.0f} MiB file to read back ...")
+            tier = FileTier(request.path, file_bound.bytes)
+            on_file: list[Figure] = []
+            try:
+                how = "O_DIRECT" if tier.direct else "after posix_fadvise"
+                say(f"file at {tier.directory}: sequential read, {how} ...")
+                on_file.append(file_sequential(tier, bounds))
+                if block:
+                    say("file, KV-shaped: prefix and scattered ...")
+                    on_file.extend(file_kv(tier, bounds, block, request.blocks))
+            finally:
+                tier.remove()
+            for figure in on_file:
+                figure.conditions.insert(0, filesystem(tier.directory))
+                figure.tier = file_tier.id if file_tier else None
+            figures += on_file
+        skipped = None
+        if "gpu" in tiers:
+            skipped = gpu_skipped()
+            if skipped:
+                say(f"GPU copies skipped: {skipped}")
+            else:
+                gpu = Gpu()
+                say(f"GPU {gpu.name}: host to device and back, pinned and pageable, and within the device ...")
+                on_gpu = gpu_copies(gpu, memory)
+                if block:
+                    say(f"GPU {gpu.name}, KV-shaped: a prefix and scattered blocks from pinned host memory ...")
+                    on_gpu.extend(gpu_kv(gpu, memory, block, request.blocks))
+                for figure in on_gpu:
+                    figure.tier = memory_tier.id if memory_tier else None  # host memory read over the GPU's link
+                figures.extend(on_gpu)
+        if not figures:
+            raise AuthoringError("nothing measured" + (f": GPU copies skipped, {skipped}" if skipped else ""))
+        for figure in figures:
+            cap = file_bound if figure.slug.startswith("file-") else memory_bound
+            if cap is not None and cap.why:
+                figure.conditions.append(_lowered(cap))
+        if memory_tier and not any(f.tier == memory_tier.id and f.shape for f in figures):
+            say(
+                f"the host-memory figures name {memory_tier.key} but do not price it: a hit served from host memory "
+                "crosses the GPU's link, which kb measure gpu measures (kv-shaped with --kv-model) where a device is"
+            )
+        with writers_lock(settings.records_path):  # no kb fmt or kb mv sweeps away a temporary of these
+            written = write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
     tiers_named = {t.key: t for t in (file_tier, memory_tier) if t is not None}.values()
     return Run(written, [line for t in tiers_named for line in citations(registry, t, figures)])
 

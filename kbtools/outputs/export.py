@@ -29,7 +29,7 @@ from typing import Any
 
 from kbtools import __version__
 from kbtools.corpus import Corpus, Settings
-from kbtools.site.publish import OutputError, build_lock, protected_paths
+from kbtools.outputs.targets import OutputError, build_lock, protected_paths
 
 # SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
 # is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
 from kbtools import __version__
-from kbtools.diagnostics import CODES, Diagnostic, Severity
+from kbtools.diagnostics import CODES, Diagnostic, Severity, one_line
 
 
 def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]:
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     return {"records": records, "errors": errors, "warnings": len(diagnostics) - errors}
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1 (U+009B is CSI), line breaks
-
-
-def one_line(text: str) -> str:
-    """Control characters (a newline in a file name, an escape sequence) shown as escapes: one finding is
-    one line, and nothing a record's author wrote can forge another line or drive the terminal."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
 def format_line(d: Diagnostic) -> str:

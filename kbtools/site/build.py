@@ -29,11 +29,12 @@ from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity, unit_registry
+from kbtools.outputs.targets import build_lock
 from kbtools.progress import track
 from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.charts import Bar, Roof, bar_chart, neighbourhood, roofline
-from kbtools.site.publish import assert_inside, build_lock, check_output, new_staging, remove_debris, swap_in
+from kbtools.site.publish import assert_inside, check_output, new_staging, remove_debris, swap_in
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
 from kbtools.site.theme import Theme, ThemeError
 

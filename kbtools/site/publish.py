@@ -11,45 +11,18 @@ sees the old site or the new one, never half of one, and two builds never interl
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from kbtools.corpus import Settings
+from kbtools.outputs.targets import OutputError, inside, protected_paths
 
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
-
-
-class OutputError(Exception):
-    """The output directory cannot be used; the message says why and what to do."""
-
-
-def _inside(path: Path, other: Path) -> bool:
-    return path == other or other in path.parents
-
-
-def protected_paths(settings: Settings) -> list[tuple[Path, str, bool]]:
-    """What a build must never replace: (path, the words to name it, whether a site may live inside it)."""
-    root = settings.root.resolve()
-    theme = settings.site_path.resolve()
-    out = [(root, "the repository itself", True), (theme, f"the theme ({settings.site_dir}/)", True)]
-    for path, what in (
-        (settings.records_path, "the records"),
-        (settings.schema_path, "the schemas"),
-        (theme / "templates", "the theme's templates"),
-        (theme / "static", "the theme's static files"),
-        (root / ".git", "git's history"),
-        (root / ".kb-cache", "kb's cache"),
-    ):
-        out.append((path.resolve(), what, False))
-    return out
 
 
 def check_output(out: Path, settings: Settings) -> Path:
@@ -60,13 +33,13 @@ def check_output(out: Path, settings: Settings) -> Path:
         )
     resolved = out.resolve()
     for path, what, may_hold_site in protected_paths(settings):
-        if _inside(path, resolved):  # the output would contain (and so replace) it
+        if inside(path, resolved):  # the output would contain (and so replace) it
             how = "is" if path == resolved else "contains"
             raise OutputError(
                 f"--out {out} {how} {what} ({path}), which a build would replace; "
                 "choose an empty or new directory, e.g. site/_build"
             )
-        if not may_hold_site and _inside(resolved, path):
+        if not may_hold_site and inside(resolved, path):
             raise OutputError(f"--out {out} lies inside {what} ({path}); choose a directory outside it")
     if resolved.exists() or resolved.is_symlink():
         mode = os.lstat(resolved).st_mode
@@ -136,18 +109,6 @@ def write_manifest(directory: Path) -> None:
     )
 
 
-@contextmanager
-def build_lock(out: Path) -> Iterator[None]:
-    """One build at a time per parent directory: a second build waits for the first to finish.
-    The lock is taken on the parent directory itself, so no lock file is left beside the site."""
-    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
 def _staging_prefix(out: Path) -> str:
     return f".{out.name}.kb-staging-"
 
@@ -193,36 +154,5 @@ def swap_in(staging: Path, out: Path) -> None:
 def assert_inside(path: Path, directory: Path) -> None:
     """A page path that leaves the site (a schema's odd x-kb-dir, an odd id) is a bug, never a write."""
     resolved = Path(os.path.normpath(path))
-    if not _inside(resolved, Path(os.path.normpath(directory))):
+    if not inside(resolved, Path(os.path.normpath(directory))):
         raise OutputError(f"refusing to write {path}: it is outside the site directory {directory}")
-
-
-_EXPORT_SIGNATURES = {
-    "sqlite": b"SQLite format 3\x00",
-    "json": b'{\n "records": [',
-    "metadata": b'{\n "source": "kb export"',
-}
-
-
-def check_export(path: Path, settings: Settings, kind: str) -> None:
-    """OutputError unless `path` may take an export: never inside what kb must not touch, never a link or a
-    directory, and an existing file only when it is an earlier kb export of the same kind."""
-    if path.is_symlink():
-        raise OutputError(f"{path} is a symlink; kb does not write through links: name the real file")
-    resolved = path.resolve()
-    for protected, what, may_hold_site in protected_paths(settings):
-        if not may_hold_site and _inside(resolved, protected):
-            raise OutputError(f"{path} lies inside {what} ({protected}); write the export elsewhere")
-    if resolved.exists():
-        if not resolved.is_file():
-            raise OutputError(f"{path} exists and is not a file")
-        try:
-            with open(resolved, "rb") as handle:
-                head = handle.read(len(_EXPORT_SIGNATURES[kind]))
-        except OSError as exc:
-            raise OutputError(f"{path}: {exc.strerror}") from None
-        if head != _EXPORT_SIGNATURES[kind]:
-            raise OutputError(
-                f"{path} exists and is not an earlier kb {kind} export; kb replaces only its own exports: "
-                "move it, or choose another name"
-            )

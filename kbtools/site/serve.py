@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kbtools.corpus import Settings
-from kbtools.outputs.report import one_line
+from kbtools.diagnostics import one_line
 
 RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebuilt
 (function () {
@@ -59,8 +59,8 @@ class Site:
         from kbtools.check.pipeline import check_corpus
         from kbtools.diagnostics import Diagnostic
         from kbtools.outputs.report import format_text, summarize
+        from kbtools.outputs.targets import OutputError
         from kbtools.site.build import build_site
-        from kbtools.site.publish import OutputError
 
         with self.lock:
             corpus = check_corpus(self.settings, use_cache=True, complete=True)

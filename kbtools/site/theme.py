@@ -27,8 +27,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
 from kbtools.corpus import Settings
-from kbtools.outputs.report import one_line
-from kbtools.site.publish import OutputError
+from kbtools.diagnostics import one_line
+from kbtools.outputs.targets import OutputError
 
 PACKAGED = Path(__file__).resolve().parent.parent / "theme"
 PARTS = ("templates", "static")

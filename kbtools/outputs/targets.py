@@ -1,0 +1,49 @@
+"""Where kb may write what it makes (a site, an export): what it must never replace, and one writer at a
+time per directory. Shared by kb build (kbtools.site.publish) and kb export."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kbtools.corpus import Settings
+
+
+class OutputError(Exception):
+    """The output directory cannot be used; the message says why and what to do."""
+
+
+def inside(path: Path, other: Path) -> bool:
+    return path == other or other in path.parents
+
+
+def protected_paths(settings: Settings) -> list[tuple[Path, str, bool]]:
+    """What a build must never replace: (path, the words to name it, whether a site may live inside it)."""
+    root = settings.root.resolve()
+    theme = settings.site_path.resolve()
+    out = [(root, "the repository itself", True), (theme, f"the theme ({settings.site_dir}/)", True)]
+    for path, what in (
+        (settings.records_path, "the records"),
+        (settings.schema_path, "the schemas"),
+        (theme / "templates", "the theme's templates"),
+        (theme / "static", "the theme's static files"),
+        (root / ".git", "git's history"),
+        (root / ".kb-cache", "kb's cache"),
+    ):
+        out.append((path.resolve(), what, False))
+    return out
+
+
+@contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """One build at a time per parent directory: a second build waits for the first to finish.
+    The lock is taken on the parent directory itself, so no lock file is left beside the site."""
+    fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
