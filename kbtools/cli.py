@@ -196,9 +196,18 @@ def _byte_count(text: str) -> int:
 
 
 def run_check(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.check import memo
+    from kbtools.outputs.report import summarize
+
+    whole = not (args.no_cache or args.paths or args.since)  # a run whose answer depends on the tree alone
+    seen = memo.fingerprint(settings) if whole else None
+    known = memo.recall(settings, seen) if seen else None
+    if known is not None:  # nothing under records/, no schema, setting or kb changed since that run
+        diagnostics, records = known
+        return _report(args, diagnostics, summarize(diagnostics, records))
+
     from kbtools.check.pipeline import check_corpus, select
     from kbtools.check.stale import changed_since, stale_figures
-    from kbtools.outputs.report import FORMATTERS, summarize
 
     corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
     stale = []
@@ -214,7 +223,14 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         stale = stale_figures(corpus, "HEAD", [n for n in named if n])
     corpus = corpus.with_diagnostics(stale)
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
-    summary = summarize(diagnostics, len(corpus.records))
+    if seen is not None:
+        memo.keep(settings, seen, diagnostics, len(corpus.records))
+    return _report(args, diagnostics, summarize(diagnostics, len(corpus.records)))
+
+
+def _report(args: argparse.Namespace, diagnostics: list[Diagnostic], summary: dict[str, int]) -> int:
+    from kbtools.outputs.report import FORMATTERS
+
     sys.stdout.write(FORMATTERS[args.format](diagnostics, summary))
     failing = summary["errors"] or (args.strict and summary["warnings"])
     return EXIT_ERRORS if failing else EXIT_OK
