@@ -123,9 +123,13 @@ def test_search_for_the_seeds_subject_finds_it(web):
     assert any(SEED in href for href in hrefs), hrefs
     # filtered to sources, the seed (a flop) is no longer among the results
     watch.page.select_option("select.search-filter-type", "source")
-    for _ in range(50):  # polled from Python: the page's CSP forbids evaluating strings
+    for _ in range(50):  # polled from Python: the page's CSP forbids evaluating strings in it
         watch.page.wait_for_timeout(100)
-        hrefs = [a.get_attribute("href") for a in watch.page.locator("form.search .search-results a").all()]
+        # one snapshot of the list: reading the links one by one waited 30 s for an 8th link when the
+        # results were redrawn shorter between counting them and reading them
+        hrefs = watch.page.eval_on_selector_all(
+            "form.search .search-results a", "els => els.map(e => e.getAttribute('href'))"
+        )
         if hrefs and not any(SEED in href for href in hrefs):
             break
     assert hrefs and not any(SEED in href for href in hrefs), hrefs
