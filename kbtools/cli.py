@@ -63,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.add_argument(
-        "--no-cache", action="store_true", help="ignore and do not write .kb-cache/ (a full, cold check)"
+        "--no-cache",
+        action="store_true",
+        help="ignore and do not write the cache in kb's state directory (a full, cold check)",
     )
     check.add_argument(
         "--since", metavar="REV", help="also report prose still quoting a figure changed since this git revision"

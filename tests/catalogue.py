@@ -782,8 +782,8 @@ OTHER_CASES = [
     ),
     (
         "cache",
-        "a forged cache that hides an error, made with the right key but another secret",
-        "ignored: the error is reported",
+        "a forged cache that hides an error, committed to the repository as .kb-cache/check.sqlite",
+        "never read: the cache lives in the user's state directory; the error is reported",
         "test_a_forged_cache_cannot_hide_a_diagnostic",
     ),
     ("cache", "a FIFO as the cache file", "ignored, no hang", "test_a_fifo_as_the_cache_file_does_not_hang"),

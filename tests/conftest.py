@@ -110,3 +110,11 @@ def git(cwd, *args, env=None):
 @pytest.fixture
 def kb(tmp_path, capsys) -> KB:
     return KB(tmp_path / "kb", capsys)
+
+
+def kb_store(root: Path) -> Path:
+    """Where kb keeps the per-stage cache of the knowledge base at `root` (kb's state directory, under this
+    process's XDG_CACHE_HOME), as kb computes it."""
+    from kbtools.state import state_dir
+
+    return state_dir(root, create=True) / "check.sqlite"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, kb_store
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from generate import generate  # noqa: E402
@@ -249,7 +249,7 @@ def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_p
         for p, (out, err) in zip(both, results, strict=True):
             assert p.returncode in (0, 1) and "Traceback" not in err, f"step {step}: {what}: {err}"
             assert out == expected, f"step {step}: {what}"
-        database = sqlite3.connect(root / ".kb-cache" / "check.sqlite")
+        database = sqlite3.connect(kb_store(root))
         try:
             assert database.execute("PRAGMA integrity_check").fetchone() == ("ok",)
             assert database.execute("PRAGMA journal_mode").fetchone() == ("wal",)
@@ -277,7 +277,7 @@ def build(root, out, fresh: bool):
     from conftest import KB_SCRIPT
 
     if fresh:
-        shutil.rmtree(root / ".kb-cache", ignore_errors=True)
+        shutil.rmtree(kb_store(root).parent, ignore_errors=True)  # kb's state: the cache and the run memo
         shutil.rmtree(out, ignore_errors=True)
     proc = subprocess.run(
         [KB_SCRIPT, "--root", str(root), "build", "--force", "--no-search", "--out", str(out)],
@@ -304,7 +304,7 @@ def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
         what = edit(root, rng)
         incremental = build(root, tmp_path / "site", fresh=False)
         shutil.rmtree(twin, ignore_errors=True)
-        shutil.copytree(root, twin, ignore=shutil.ignore_patterns(".kb-cache", "_build"))
+        shutil.copytree(root, twin, ignore=shutil.ignore_patterns("_build"))
         full = build(twin, tmp_path / "twin-site", fresh=True)
         assert incremental.keys() == full.keys(), f"step {step}: {what}"
         different = [page for page in full if incremental[page] != full[page]]
@@ -352,6 +352,6 @@ def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
         return proc.stdout
 
     serial = check(KB_WORKERS="1")
-    (root / ".kb-cache" / "check.sqlite").unlink()
+    kb_store(root).unlink()
     assert check(KB_POOL_MIN="1", KB_WORKERS="2") == serial
     assert check(KB_WORKERS="1") == serial  # warm, from what the workers stored

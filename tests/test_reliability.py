@@ -314,66 +314,78 @@ def test_a_planted_pickle_is_never_loaded(kb, tmp_path):
     assert not marker.exists()
 
 
-def _forge(cache_file: Path, secret_home: Path | None) -> None:
-    """Rewrite every row of a cache so that it reports nothing, signed with the secret under secret_home."""
-    from kbtools.check.cache import Cache, decode
-    from kbtools.corpus import Settings
+def _store(root: Path, state_home: Path) -> Path:
+    """Where kb keeps the cache of the knowledge base at `root` for a user whose cache directory is state_home."""
+    from kbtools.state import state_dir
 
-    env_before = os.environ.get("XDG_CACHE_HOME")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(state_home)
     try:
-        if secret_home is not None:
-            os.environ["XDG_CACHE_HOME"] = str(secret_home)
-        root = cache_file.parent.parent
-        cache = Cache(root, root / "schema", settings=Settings.configured(root))
-        db = sqlite3.connect(cache_file)
-        for table in ("files", "compute"):  # one row per entry and field, each field its own JSON text
-            for name, field, body in db.execute(f"SELECT name, field, body FROM {table}_rows").fetchall():
-                value = decode(body)
-                if field in ("load", "schema", "diagnostics", "debris"):
-                    value = []
-                elif field in ("links", "constraints"):
-                    value["diagnostics"] = []
-                text = json.dumps(value)
-                mac = cache._mac(table, f"{name}\0{field}", text)
-                db.execute(
-                    f"UPDATE {table}_rows SET body = ?, mac = ? WHERE name = ? AND field = ?", (text, mac, name, field)
-                )
-        db.commit()
-        db.close()
+        return state_dir(root, create=True) / "check.sqlite"
     finally:
-        if env_before is None:
+        if before is None:
             os.environ.pop("XDG_CACHE_HOME", None)
         else:
-            os.environ["XDG_CACHE_HOME"] = env_before
+            os.environ["XDG_CACHE_HOME"] = before
+
+
+def _forge(cache_file: Path) -> None:
+    """Rewrite every row of a cache so that it reports nothing."""
+    from kbtools.check.cache import decode
+
+    db = sqlite3.connect(cache_file)
+    for table in ("files", "compute"):  # one row per entry and field, each field its own JSON text
+        for name, field, body in db.execute(f"SELECT name, field, body FROM {table}_rows").fetchall():
+            value = decode(body)
+            if field in ("load", "schema", "diagnostics", "debris"):
+                value = []
+            elif field in ("links", "constraints"):
+                value["diagnostics"] = []
+            db.execute(
+                f"UPDATE {table}_rows SET body = ? WHERE name = ? AND field = ?", (json.dumps(value), name, field)
+            )
+    db.commit()
+    db.close()
 
 
 def test_a_forged_cache_cannot_hide_a_diagnostic(kb, tmp_path):
+    """The cache lives in the user's own state directory: a forged one works only for whoever can write there,
+    and one committed to the repository (where kb kept it until issue 26) is never read."""
     kb.source()
     path = kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[nowhere]]\n")
     old = time.time() - 3600
     os.utime(path, (old, old))  # old enough to be trusted from the cache by stat alone
     other = dict(ENV, XDG_CACHE_HOME=str(tmp_path / "attacker"))
-    assert " KB302 " in kb_cli(kb.root, "check", env=other).stdout
-    _forge(kb.root / ".kb-cache" / "check.sqlite", tmp_path / "attacker")
-    hidden = kb_cli(kb.root, "check", env=other)
-    assert " KB302 " not in hidden.stdout  # the forgery works for whoever holds that secret ...
-    assert " KB302 " in kb_cli(kb.root, "check").stdout  # ... and for nobody else
+    named = str(path)  # a named file: the per-stage cache answers, not the whole-run memo
+    assert " KB302 " in kb_cli(kb.root, "check", named, env=other).stdout
+    forged = _store(kb.root, tmp_path / "attacker")
+    _forge(forged)
+    hidden = kb_cli(kb.root, "check", named, env=other)
+    assert " KB302 " not in hidden.stdout  # the forgery works for whoever can write that user's state ...
+    (kb.root / ".kb-cache").mkdir()
+    shutil.copy(forged, kb.root / ".kb-cache" / "check.sqlite")  # ... and a pull request can only commit it here
+    mine = dict(ENV, XDG_CACHE_HOME=str(tmp_path / "me"))
+    assert " KB302 " in kb_cli(kb.root, "check", named, env=mine).stdout
 
 
-def test_a_fifo_as_the_cache_file_does_not_hang(kb):
+def test_a_fifo_as_the_cache_file_does_not_hang(kb, tmp_path):
     kb.source()
     (kb.root / ".kb-cache").mkdir()
-    os.mkfifo(kb.root / ".kb-cache" / "check.sqlite")
-    result = kb_cli(kb.root, "check", timeout=30)
+    os.mkfifo(kb.root / ".kb-cache" / "check.sqlite")  # where kb kept it before
+    os.mkfifo(_store(kb.root, tmp_path / "state"))  # where kb keeps it
+    result = kb_cli(kb.root, "check", env=dict(ENV, XDG_CACHE_HOME=str(tmp_path / "state")), timeout=30)
     assert result.returncode in (0, 1) and "Traceback" not in result.stderr
 
 
-def test_the_cache_leaves_no_temporaries(kb):
+def test_the_cache_leaves_no_temporaries(kb, tmp_path):
     kb.source()
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
+    env = dict(ENV, XDG_CACHE_HOME=str(tmp_path / "state"))
     for _ in range(3):
-        kb_cli(kb.root, "check")
-    assert sorted(p.name for p in (kb.root / ".kb-cache").iterdir()) == [".gitignore", "check.sqlite"]
+        kb_cli(kb.root, "check", env=env)
+    store = _store(kb.root, tmp_path / "state").parent
+    assert {p.name for p in store.iterdir()} <= {"check.sqlite", "check-runs.sqlite"}
+    assert not (kb.root / ".kb-cache").exists()  # nothing of kb's state in the repository
 
 
 # ---------------------------------------------------------------- 7. change detection: what git uses, stat before read

@@ -6,15 +6,16 @@ values). Per record, the compute stage's diagnostics with the records it read an
 each reference it used resolved; a record is recomputed when it, or anything it read
 (transitively), changed, or when a reference it used would now resolve differently.
 
-The cache holds data, never code: an SQLite file (.kb-cache/check.sqlite) of JSON rows,
-decoded by kb's own codec into kb's own types, so no file can make kb run anything.
-Every row carries a keyed hash (BLAKE2b) made with a secret that lives outside the
-repository, in the user's own cache directory: a cache file committed to a pull request,
-copied from another machine or edited by hand does not verify, and an entry that does
-not verify is ignored, so a forged cache can at worst cost a re-check, never hide a
-diagnostic. The whole cache is dropped when the tool, the Python version or any schema
-file changes (that key is part of every row's hash). A stale cache must never hide an
-error: tests compare incremental and full runs over random edit sequences.
+The cache holds data, never code: an SQLite file of JSON rows, decoded by kb's own codec into kb's own
+types, so no file can make kb run anything. It lives in kb's state directory (kbtools.state: the user's
+cache directory, private to them, keyed by the repository's path), never in the repository, so nothing a
+commit or a pull request carries is ever read as cache, and rows need no signature: a store copied from
+another clone or machine (a restored CI cache, a copied home directory) never matches the files' stat
+keys or their digests. (Until issue 26 it lived in .kb-cache/ and every row carried a keyed MAC; a
+planted .kb-cache/ is now simply never read.) The whole cache is dropped when the tool, the Python
+version or any schema file changes (the key in `meta`); a store SQLite cannot read is started anew. A
+stale cache must never hide an error: tests compare incremental and full runs over random edit
+sequences.
 
 A file is taken as unchanged, without reading it, when what git's index compares is
 the same -- size, modification and change time (ns), inode -- and it was not changed
@@ -24,7 +25,6 @@ within two seconds before the cache was written (git's racy-clean rule).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import sqlite3
@@ -38,10 +38,10 @@ from typing import Any, TypeVar
 from kbtools import __version__
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
+from kbtools.state import StateUnavailable, state_dir
 
-CACHE_DIR = ".kb-cache"
 CACHE_FILE = "check.sqlite"
-FORMAT = 4
+FORMAT = 5  # 5: in kb's state directory, rows without a MAC
 RACY_NS = 2_000_000_000
 
 
@@ -75,37 +75,6 @@ def schema_key(schema_dir: Path) -> str:
 def file_stat(st: os.stat_result) -> list[int]:
     """What git's index compares to call a file unchanged without reading it."""
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-# ---------------------------------------------------------------- the secret
-
-
-def _secret_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kb" / "cache-secret"
-
-
-def user_secret() -> bytes | None:
-    """This user's key for signing cache rows, made on first use; None when it cannot be had safely."""
-    path = _secret_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(os.urandom(32).hex().encode())
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat_module.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                return None  # someone else's, or readable by others: not a secret
-            secret = handle.read(128)
-    except OSError:
-        return None
-    return secret if len(secret) >= 32 else None
 
 
 # ---------------------------------------------------------------- the codec: kb's own types <-> JSON
@@ -313,7 +282,7 @@ class Table:
     def __init__(self, name: str, verify):
         self.name, self.verify = name, verify
         self.sql = f"{name}_rows"
-        self.raw: dict[str, dict[str, tuple[str, str]]] = {}  # name -> field -> (JSON text, MAC)
+        self.raw: dict[str, dict[str, str]] = {}  # name -> field -> JSON text
         self.live: dict[str, Entry] = {}
         self.dirty: set[str] = set()
         self.deleted: set[str] = set()
@@ -361,17 +330,17 @@ class Table:
 
 class Cache:
     def __init__(self, root: Path, schema_dir: Path, enabled: bool = True, settings: Any = None):
-        self.path = root / CACHE_DIR / CACHE_FILE
-        self.secret = user_secret() if enabled else None
-        self.enabled = enabled and self.secret is not None
+        try:
+            self.path = state_dir(root, create=enabled) / CACHE_FILE
+        except StateUnavailable:
+            self.path, enabled = Path(os.devnull), False  # no safe place: every run is a full run
+        self.enabled = enabled
         self.key = schema_key(schema_dir) if schema_dir.is_dir() else ""
         if settings is not None:  # a setting that changes what compute judges (not severities, applied after)
             self.key += f":tolerance={settings.tolerance!r}"
         self.trusted = False  # the stored rows are this kb's, this schema's and this user's
-        self.files = Table(
-            "files", self._verify_fields
-        )  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
-        self.compute = Table("compute", self._verify_fields)  # record key -> {digest, deps, resolved, diagnostics}
+        self.files = Table("files", self._fields)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
+        self.compute = Table("compute", self._fields)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
         self.index_fingerprint: str | None = None  # the ids and types of the last run (links.Index.fingerprint)
@@ -383,34 +352,18 @@ class Cache:
         if self.enabled:
             self._read()
 
-    # ------------------------------------------------------------ signing
-    def _mac(self, table: str, name: str, body: str) -> str:
-        assert self.secret is not None
-        # BLAKE2b in keyed mode is itself a MAC (RFC 7693), and faster than HMAC around it
-        message = f"{table}\0{name}\0{self.key}\0".encode() + body.encode()
-        return hashlib.blake2b(message, key=self.secret[:64], digest_size=32).hexdigest()
-
-    def _signed(self, table: str, name: str, body: Any, mac: Any) -> bool:
-        """A row's body is text this user signed under this key (the one check every stored row passes)."""
-        return isinstance(body, str) and isinstance(mac, str) and hmac.compare_digest(self._mac(table, name, body), mac)
-
-    def _verify_meta(self, name: str, body: str, mac: str) -> Any:
-        if not self._signed("meta", name, body, mac):
-            return None
+    # ------------------------------------------------------------ rows
+    @staticmethod
+    def _meta_value(body: Any) -> Any:
         try:
-            return revive(decode(body))
+            return revive(decode(body)) if isinstance(body, str) else None
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
 
-    def _verify_fields(self, table: str, name: str, fields: dict[str, tuple[str, str]]) -> dict[str, str] | None:
-        """An entry's rows, field -> JSON text, when every one of them verifies; None when any does not."""
-        if not all(self._signed(table, f"{name}\0{field}", body, mac) for field, (body, mac) in fields.items()):
-            return None
-        return {field: body for field, (body, _) in fields.items()}
-
-    def _row(self, table: str, name: str, value: Any) -> tuple[str, str, str]:
-        body = encode(value)
-        return name, body, self._mac(table, name, body)
+    @staticmethod
+    def _fields(table: str, name: str, fields: dict[str, str]) -> dict[str, str] | None:
+        """An entry's rows, field -> JSON text (decoded when a field is first asked for)."""
+        return fields if all(isinstance(body, str) for body in fields.values()) else None
 
     # ------------------------------------------------------------ reading
     def _usable_file(self) -> bool:
@@ -438,9 +391,9 @@ class Cache:
             try:
                 connection.execute("BEGIN")
                 rows = dict(connection.execute("SELECT name, body FROM meta").fetchall())
-                meta = {name: self._verify_meta(name, *json.loads(body)) for name, body in rows.items()}
+                meta = {name: self._meta_value(body) for name, body in rows.items()}
                 if meta.get("key") != self.key:
-                    return  # another kb, another schema, or not signed by this user: start afresh
+                    return  # another kb, another schema, another format: start afresh
                 written = meta.get("written_ns")
                 self.written_ns = written if isinstance(written, int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
@@ -448,9 +401,9 @@ class Cache:
                 self.index_fingerprint = index if isinstance(index, str) else None
                 self.generation = meta.get("generation")
                 for table in (self.files, self.compute):
-                    raw: dict[str, dict[str, tuple[str, str]]] = {}
-                    for name, field, body, mac in connection.execute(f"SELECT name, field, body, mac FROM {table.sql}"):
-                        raw.setdefault(name, {})[field] = (body, mac)
+                    raw: dict[str, dict[str, str]] = {}
+                    for name, field, body in connection.execute(f"SELECT name, field, body FROM {table.sql}"):
+                        raw.setdefault(name, {})[field] = body
                     table.raw = raw
                 self.trusted = True
             finally:
@@ -466,18 +419,18 @@ class Cache:
     # ------------------------------------------------------------ the reverse-dependency table
     def dependents(self, key: str) -> dict[str, dict[str, str]]:
         """Who read `key` when last computed, with a fingerprint of each value read: reader -> {value: fp}.
-        Rows come from the table (signed, verified one by one) unless this run computed the reader again."""
+        Rows come from the table unless this run computed the reader again."""
         out: dict[str, dict[str, str]] = {}
         if self.trusted and self._reader is not None:
             try:
                 assert self._reader is not None
-                rows = self._reader.execute("SELECT reader, body, mac FROM reads WHERE dep = ?", (key,)).fetchall()
+                rows = self._reader.execute("SELECT reader, body FROM reads WHERE dep = ?", (key,)).fetchall()
             except sqlite3.Error:  # a cache of the kb before this table: every reader is suspect
                 return {reader: {"": ""} for reader in self.compute}
-            for reader, body, mac in rows:
-                seen = self._verify_read(reader, key, body, mac)
+            for reader, body in rows:
+                seen = self._read_row(body)
                 if seen is None:
-                    return {reader: {"": ""} for reader in self.compute}  # forged or corrupt: trust no row
+                    return {reader: {"": ""} for reader in self.compute}  # corrupt: trust no row
                 out[reader] = seen
         for reader, reads in self.new_reads.items():
             if key in reads:
@@ -493,11 +446,11 @@ class Cache:
         out: dict[str, dict[str, str]] = {}
         if self.trusted and self._reader is not None:
             try:
-                rows = self._reader.execute("SELECT dep, body, mac FROM reads WHERE reader = ?", (reader,)).fetchall()
+                rows = self._reader.execute("SELECT dep, body FROM reads WHERE reader = ?", (reader,)).fetchall()
             except sqlite3.Error:
                 rows = []
-            for dep, body, mac in rows:
-                seen = self._verify_read(reader, dep, body, mac)
+            for dep, body in rows:
+                seen = self._read_row(body)
                 out[dep] = seen if seen is not None else {"": ""}
         return out
 
@@ -505,8 +458,9 @@ class Cache:
         """What `reader` read this run (record read -> {value: fingerprint}); replaces all of its rows."""
         self.new_reads[reader] = reads
 
-    def _verify_read(self, reader: str, dep: str, body: str, mac: str) -> dict[str, str] | None:
-        if not self._signed("reads", f"{reader}\0{dep}", body, mac):
+    @staticmethod
+    def _read_row(body: Any) -> dict[str, str] | None:
+        if not isinstance(body, str):
             return None
         try:
             seen = json.loads(body)
@@ -560,10 +514,6 @@ class Cache:
         if not changed:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.path.parent / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("*\n")
             if not self._usable_file():
                 return
             try:
@@ -597,25 +547,24 @@ class Cache:
 
     def _write_rows(self, connection: sqlite3.Connection) -> None:
         connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
-        connection.execute("DROP TABLE IF EXISTS files")  # the one-row-per-file tables of kb before FORMAT 4
-        connection.execute("DROP TABLE IF EXISTS compute")
+        stored = dict(connection.execute("SELECT name, body FROM meta WHERE name IN ('key', 'generation')").fetchall())
+        meta = {name: self._meta_value(body) for name, body in stored.items()}
+        fresh = meta.get("key") != self.key  # another kb, schema or format: none of it is kept
+        if fresh:
+            for old in ("files_rows", "compute_rows", "reads"):  # a format's tables may have other columns
+                connection.execute(f"DROP TABLE IF EXISTS {old}")
         for table in (self.files, self.compute):
             connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {table.sql} "
-                "(name TEXT, field TEXT, body TEXT, mac TEXT, PRIMARY KEY (name, field))"
+                f"CREATE TABLE IF NOT EXISTS {table.sql} (name TEXT, field TEXT, body TEXT, PRIMARY KEY (name, field))"
             )
         connection.execute(
-            "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, mac TEXT, PRIMARY KEY (reader, dep))"
+            "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, PRIMARY KEY (reader, dep))"
         )
         connection.execute("CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep)")
-        stored = dict(connection.execute("SELECT name, body FROM meta WHERE name IN ('key', 'generation')").fetchall())
-        meta = {name: self._verify_meta(name, *json.loads(body)) for name, body in stored.items()}
-        if meta.get("key") != self.key:  # another key, or rows this user did not sign: none of it is kept
+        if fresh:
             for table in (self.files, self.compute):
-                connection.execute(f"DELETE FROM {table.sql}")
                 table.dirty.update(table.live)
                 table.dirty.update(table.raw)
-            connection.execute("DELETE FROM reads")
             for name in self.compute:  # an entry is kept only with the reads it was computed from
                 if name not in self.new_reads:
                     del self.compute[name]
@@ -631,12 +580,8 @@ class Cache:
         for reader, reads in self.new_reads.items():
             connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
             connection.executemany(
-                "INSERT INTO reads VALUES (?, ?, ?, ?)",
-                [
-                    (reader, dep, body, self._mac("reads", f"{reader}\0{dep}", body))
-                    for dep, seen in reads.items()
-                    for body in [json.dumps(seen, sort_keys=True, separators=(",", ":"))]
-                ],
+                "INSERT INTO reads VALUES (?, ?, ?)",
+                [(reader, dep, json.dumps(seen, sort_keys=True, separators=(",", ":"))) for dep, seen in reads.items()],
             )
         self._write_table(connection, self.files)
         self._write_table(connection, self.compute)
@@ -658,18 +603,14 @@ class Cache:
             if entry is not None:
                 connection.execute(f"DELETE FROM {table.sql} WHERE name = ?", (name,))
                 connection.executemany(
-                    f"INSERT INTO {table.sql} VALUES (?, ?, ?, ?)",
-                    [
-                        (name, field, body, self._mac(table.name, f"{name}\0{field}", body))
-                        for field, body in entry.packed().items()
-                    ],
+                    f"INSERT INTO {table.sql} VALUES (?, ?, ?)",
+                    [(name, field, body) for field, body in entry.packed().items()],
                 )
         connection.executemany(f"DELETE FROM {table.sql} WHERE name = ?", [(n,) for n in table.deleted])
 
     def _write_meta(self, connection: sqlite3.Connection, meta: dict[str, Any]) -> None:
         for name, value in meta.items():
-            _, body, mac = self._row("meta", name, value)
-            connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps([body, mac])))
+            connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, encode(value)))
 
 
 T = TypeVar("T")

@@ -27,9 +27,9 @@ STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_cons
 
 
 def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True) -> Corpus:
-    """Run every stage. With use_cache, unchanged files reuse earlier results (.kb-cache/);
-    complete=False also lets compute reuse cached diagnostics, so values exist only for
-    what changed -- enough for `kb check`, not for the site."""
+    """Run every stage. With use_cache, unchanged files reuse earlier results (the cache in kb's state
+    directory, outside the repository); complete=False also lets compute reuse cached diagnostics, so values
+    exist only for what changed -- enough for `kb check`, not for the site."""
     cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
     registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.files))
     corpus = load_corpus(settings, registry, cache)
