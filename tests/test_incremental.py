@@ -351,7 +351,10 @@ def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         return proc.stdout
 
+    memo = kb_store(root).parent / "check-runs.sqlite"  # the whole-run answer: forgotten, so each run works
     serial = check(KB_WORKERS="1")
     kb_store(root).unlink()
+    memo.unlink(missing_ok=True)
     assert check(KB_POOL_MIN="1", KB_WORKERS="2") == serial
+    memo.unlink(missing_ok=True)
     assert check(KB_WORKERS="1") == serial  # warm, from what the workers stored
