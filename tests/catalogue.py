@@ -1121,6 +1121,12 @@ OTHER_CASES = [
         "test_hostile_site.py::test_ctrl_c_stops_serve_quietly_after_a_client_dropped_its_connection",
     ),
     (
+        "serve",
+        "a committed `site/static -> /`",
+        "not a theme directory: never published and never watched",
+        "test_hostile_site.py::test_serve_does_not_watch_a_theme_directory_that_is_a_link",
+    ),
+    (
         "theme",
         "a template override reaching for Python (`{{ self.__init__.__globals__… }}`)",
         "Jinja's sandbox on plain data: exit 2 with 'site/templates/home.html:LINE: …'; no command runs",

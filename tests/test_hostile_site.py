@@ -353,3 +353,15 @@ def test_ctrl_c_stops_serve_quietly_after_a_client_dropped_its_connection(kb):
             proc.wait()
     assert code in (0, 130), err
     assert_clean(err)
+
+
+def test_serve_does_not_watch_a_theme_directory_that_is_a_link(kb, tmp_path):
+    """A committed `site/static -> /` is no theme directory, so kb serve neither publishes nor watches it."""
+    kb.source()
+    (kb.root / "site").mkdir()
+    os.symlink("/", kb.root / "site" / "static")
+    (kb.root / "site" / "templates").mkdir()
+    settings = Settings.configured(kb.root)
+    watched = Site(settings, settings.build_path, search=False, report=print).watched()
+    assert kb.root / "site" / "static" not in watched
+    assert kb.root / "site" / "templates" in watched and settings.records_path in watched

@@ -82,7 +82,9 @@ class Site:
         site = self.settings.site_path
         paths = [self.settings.records_path, self.settings.schema_path, site / "templates", site / "static"]
         paths += [self.settings.root / name for name in FILES]
-        return [p for p in paths if p.exists()]
+        # a theme directory that is a link is no theme directory (kbtools.site.theme refuses it): watching it
+        # would watch wherever it points, a committed `site/static -> /` the whole disk
+        return [p for p in paths if p.exists() and not (p.parent == site and p.is_symlink())]
 
     def changed(self, path: Path) -> bool:
         """A change that can alter the site: not a hidden file or folder (an editor's temporary, kb's own
