@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools import __version__
+from kbtools.atomic import write_synced
 from kbtools.corpus import Corpus, Settings
 from kbtools.outputs.targets import OutputError, build_lock, protected_paths
 
@@ -175,7 +176,7 @@ def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
 
 def write_metadata(corpus: Corpus, path: Path, database: str) -> None:
     text = json.dumps(datasette_metadata(corpus, database), indent=1, ensure_ascii=False)
-    _replace("metadata", path, lambda tmp: tmp.write_text(text + "\n", encoding="utf-8"))
+    _replace("metadata", path, lambda tmp: write_synced(tmp, text + "\n"))
 
 
 def metadata_path(sqlite: Path) -> Path:
@@ -206,9 +207,8 @@ def write_json(corpus: Corpus, path: Path) -> None:
     _replace(
         "json",
         path,
-        lambda tmp: tmp.write_text(
-            json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str), encoding="utf-8"
-        ),
+        # synced before the rename, as every rewrite of kb's is: a crash leaves the old export or the new one
+        lambda tmp: write_synced(tmp, json.dumps(to_json(corpus), indent=1, ensure_ascii=False, default=str)),
     )
 
 
