@@ -905,6 +905,18 @@ OTHER_CASES = [
         "test_hostile_files.py::test_a_full_disk_under_kb_build_is_a_clear_refusal",
     ),
     (
+        "build",
+        "a build killed between making its staging directory and marking it",
+        "the empty directory is kb's and the next build removes it",
+        "test_hostile_files.py::test_a_build_killed_before_it_marked_its_staging_leaves_nothing_behind",
+    ),
+    (
+        "build",
+        "a build killed while the new site takes the old one's place",
+        "the old site or the new one, never none: the names are exchanged in one system call (Linux)",
+        "test_hostile_files.py::test_a_new_site_takes_the_old_ones_place_in_one_step",
+    ),
+    (
         "file",
         "a records path that does not exist (a typo in kb.toml)",
         "KB112 naming the path (exit 1); kb build refuses to publish an empty site",

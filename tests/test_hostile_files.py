@@ -159,3 +159,35 @@ def test_a_schema_or_configuration_that_is_no_regular_file_is_reported_not_waite
     result = subprocess.run([KB_SCRIPT, "--root", str(kb.root), "check"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"{rel}:1:1: error {code} not a regular file" in result.stdout.replace("schema file: ", ""), result.stdout
+
+
+def test_a_build_killed_before_it_marked_its_staging_leaves_nothing_behind(kb):
+    """mkdtemp, then the mark: a kill between the two left an empty, unmarked staging directory that no later
+    build removed. An empty directory named by kb is kb's, and nothing is lost by removing it."""
+    kb.source()
+    site = kb.root / "site"
+    site.mkdir()
+    (site / "._build.kb-staging-k1ll3d00").mkdir()
+    (site / "._build.kb-old-k1ll3d00").mkdir()
+    assert kb.run("build", "--no-search").exit_code == 0
+    assert sorted(p.name for p in site.iterdir()) == ["_build"]
+
+
+def test_a_new_site_takes_the_old_ones_place_in_one_step(tmp_path, monkeypatch):
+    """Two renames left a moment with no site at all (a kill there lost the published site); on Linux the
+    names are exchanged in one system call."""
+    from kbtools.site import publish
+
+    out, staging = tmp_path / "site", publish.new_staging(tmp_path / "site")
+    out.mkdir()
+    (out / "index.html").write_text("old")
+    (staging / "index.html").write_text("new")
+
+    def no_second_rename(*args, **kwargs):
+        raise AssertionError("the site was moved away before the new one took its place")
+
+    monkeypatch.setattr(os, "replace", no_second_rename)
+    publish.swap_in(staging, out)
+    monkeypatch.undo()
+    assert (out / "index.html").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]

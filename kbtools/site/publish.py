@@ -10,6 +10,7 @@ sees the old site or the new one, never half of one, and two builds never interl
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
@@ -103,7 +104,7 @@ def walk_files(directory: Path) -> list[str]:
 
 
 def write_manifest(directory: Path) -> None:
-    files = sorted(walk_files(directory) + [SITE_MANIFEST])  # swap_in has removed the staging mark
+    files = sorted([f for f in walk_files(directory) if f != STAGING_MARK] + [SITE_MANIFEST])
     (directory / SITE_MANIFEST).write_text(
         json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8"
     )
@@ -115,12 +116,22 @@ def _staging_prefix(out: Path) -> str:
 
 def remove_debris(out: Path) -> None:
     """Staging directories a killed build left behind. Called under the lock, so no live build owns one;
-    only directories with kb's staging mark inside are removed."""
+    only directories named by kb and holding kb's staging mark or kb's site manifest are removed, or empty
+    ones (a build killed between making the directory and marking it)."""
     prefix = _staging_prefix(out)
     for entry in os.scandir(out.parent):
         if entry.name.startswith(prefix) or entry.name.startswith(f".{out.name}.kb-old-"):
-            if entry.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(entry.path, STAGING_MARK)):
+            if entry.is_dir(follow_symlinks=False) and _kbs_own(Path(entry.path)):
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _kbs_own(directory: Path) -> bool:
+    if os.path.lexists(directory / STAGING_MARK) or read_manifest(directory) is not None:
+        return True
+    try:
+        return not any(os.scandir(directory))
+    except OSError:
+        return False
 
 
 def new_staging(out: Path) -> Path:
@@ -131,9 +142,14 @@ def new_staging(out: Path) -> Path:
 
 
 def swap_in(staging: Path, out: Path) -> None:
-    """Make `staging` the site at `out` (the previous one, checked by check_output, is removed)."""
+    """Make `staging` the site at `out` (the previous one, checked by check_output, is removed). Where the
+    system can exchange two names in one step (Linux's renameat2), a reader or a kill sees the old site or
+    the new one, never none; elsewhere two renames leave a moment without one."""
+    write_manifest(staging)  # first: from here to the swap the directory is marked, then manifested, as kb's
     (staging / STAGING_MARK).unlink()
-    write_manifest(staging)
+    if out.exists() and _exchange(staging, out):
+        shutil.rmtree(staging, ignore_errors=True)  # the previous site, under the staging name (its manifest marks it)
+        return
     old = None
     if out.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{out.name}.kb-old-", dir=out.parent))
@@ -149,6 +165,24 @@ def swap_in(staging: Path, out: Path) -> None:
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories' names atomically (renameat2 with RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd = -100
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.EPERM):
+        return False  # a file system or kernel that cannot exchange: the two-rename way
+    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), str(b))
 
 
 def assert_inside(path: Path, directory: Path) -> None:
