@@ -453,3 +453,9 @@ def one_line(text: str) -> str:
     """Control characters (a newline in a file name, an escape sequence) shown as escapes: one finding is
     one line, and nothing a record's author wrote can forge another line or drive the terminal."""
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def clipped(text: str, limit: int = 60) -> str:
+    """Text a user gave (a name, a config key) as a message quotes it: one line, cut after `limit` characters."""
+    shown = one_line(text)
+    return shown if len(shown) <= limit else shown[:limit] + "…"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtools.diagnostics import one_line
+from kbtools.diagnostics import clipped, one_line
 from kbtools.files import NotReadable, read_regular_file
 
 # What kb reads of a config is bounded, so a hostile one is refused at once, by name. Real configs nest
@@ -199,8 +199,7 @@ def _depth(data: Any) -> int:
 def _shown(value: Any) -> str:
     """A value or key from the config as a message quotes it: repr, so a control character is an escape
     and never reaches the terminal raw, cut short."""
-    text = one_line(repr(value))
-    return text if len(text) <= 60 else text[:60] + "…"
+    return clipped(repr(value))
 
 
 def _shown_list(values: list[Any], at_most: int) -> str:
@@ -252,7 +251,7 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
     )
     known = set(field_map) | _STRUCTURAL | _IGNORED | {"max_position_embeddings"}
     unmapped = sorted(k for k in config if k not in known)
-    reading.unmapped = [one_line(k if len(k) <= 60 else k[:60] + "…") for k in unmapped[:MAX_UNMAPPED_SHOWN]]
+    reading.unmapped = [clipped(k) for k in unmapped[:MAX_UNMAPPED_SHOWN]]
     if len(unmapped) > MAX_UNMAPPED_SHOWN:
         reading.unmapped.append(f"(and {len(unmapped) - MAX_UNMAPPED_SHOWN:,} more)")
     return reading

@@ -204,7 +204,7 @@ def _valid(root: Path, records_dir: str, body: Any) -> str | None:
             or PurePosixPath(temporary).parent != PurePosixPath(target).parent
         ):
             return f"{temporary} is not a temporary kb makes for {target}"
-        if not all(isinstance(entry[k], str) for k in ("new",)) or not all(
+        if not isinstance(entry["new"], str) or not all(
             entry[k] is None or isinstance(entry[k], str) for k in ("old", "old_text")
         ):
             return "an entry is unreadable"
@@ -281,15 +281,19 @@ def _undo(root: Path, entries: list[Entry]) -> list[str]:
         path, temporary = root / entry.target, root / entry.temporary
         if _held(temporary) == entry.new:
             temporary.unlink()
-        if _held(path) != entry.new:
-            if _held(path) != entry.old:
+        held = _held(path)
+        if held != entry.new:
+            if held != entry.old:
                 left.append(entry.target)
             continue
         try:
             if entry.old_text is None:
                 path.unlink()
-            else:
-                replace_file(path, entry.old_text, expected=path.read_bytes())
+                continue
+            now = path.read_bytes()
+            if digest(now) != entry.new:  # saved between the look and the read: the save is kept
+                raise ChangedMeanwhile(entry.target)
+            replace_file(path, entry.old_text, expected=now)  # and again just before the rename
         except ChangedMeanwhile:
             left.append(entry.target)
     return left

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from kbtools import __version__
 from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
-from kbtools.authoring.new import AuthoringError
+from kbtools.authoring.new import AuthoringError, slug
 from kbtools.diagnostics import one_line
 from kbtools.ids import id_problem
 
@@ -728,9 +728,10 @@ def _gbps(value: float) -> str:
     return f"{value / 1e9:.3g} GB/s"
 
 
-# What one_line leaves that a record may not hold raw: C1 controls, the surrogates Python decodes bytes that
-# are not UTF-8 into (a path's, a host name's), and the two non-characters YAML refuses.
-_UNWRITABLE = re.compile("[\x80-\x9f\ud800-\udfff\ufffe\uffff]")
+# What one_line (which escapes C0 and C1 controls) leaves that a record may not hold raw: the surrogates
+# Python decodes bytes that are not UTF-8 into (a path's, a host name's), and the two non-characters YAML
+# refuses.
+_UNWRITABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -863,8 +864,8 @@ def write_records(settings, registry, figures: list[Figure], now: dt.datetime) -
 def _host_word() -> str:
     """This machine's name as id words: letters reduced to ASCII (Wörk -> work), every other run of
     characters one hyphen, short enough that an id with it stays within ids.py's length."""
-    name = unicodedata.normalize("NFKD", platform.node()).encode("ascii", "ignore").decode("ascii").lower()
-    return "-".join(re.findall(r"[a-z0-9]+", name))[:40].strip("-") or "host"
+    name = unicodedata.normalize("NFKD", platform.node()).encode("ascii", "ignore").decode("ascii")
+    return slug(name)[:40].strip("-") or "host"
 
 
 def _role(registry, role: str):

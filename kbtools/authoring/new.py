@@ -13,6 +13,7 @@ from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_
 from kbtools.check.links import Index
 from kbtools.check.load import LoadError, read_regular
 from kbtools.corpus import Corpus, Settings
+from kbtools.diagnostics import clipped
 from kbtools.ids import id_problem
 from kbtools.registry import RecordType, TypeRegistry
 
@@ -155,8 +156,7 @@ def new_record(
     # checked before any path is made of it: an over-long id would be ENAMETOOLONG, a slash another directory
     problem = id_problem(made)
     if problem:
-        given = record_id or name
-        shown = given if len(given) <= 80 else given[:80] + "…"
+        shown = clipped(record_id or name, 80)
         if record_id:
             raise AuthoringError(f"--id '{shown}' is not an id ({problem}); pass another --id")
         raise AuthoringError(f"cannot make an id from '{shown}' ({problem}); pass --id")

@@ -28,9 +28,11 @@ from markupsafe import Markup
 
 from kbtools.corpus import Settings
 from kbtools.diagnostics import one_line
+from kbtools.files import NotReadable, read_regular_file
 from kbtools.outputs.targets import OutputError
 
 PACKAGED = Path(__file__).resolve().parent.parent / "theme"
+MAX_THEME_FILE_BYTES = 64 * 1024 * 1024  # a template, a stylesheet, a script, a font, an image
 PARTS = ("templates", "static")
 
 # what a template may look into: the plain data kb hands it, and Jinja's own helpers (loop, macros,
@@ -133,16 +135,12 @@ class Theme:
         return self._files[part]
 
     def read(self, path: Path) -> bytes:
-        """A theme file's bytes. Opened without blocking and checked again once open, so a file swapped
+        """A theme file's bytes, read as kb reads every file it did not write (kbtools.files): a file swapped
         for a FIFO or a device since the theme was listed is refused, not waited on."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            raise ThemeError(f"{self.shown(path)}: cannot be read ({exc.strerror})") from None
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ThemeError(f"{self.shown(path)} is not a regular file; a theme file must be one")
-            return handle.read()
+            return read_regular_file(path, MAX_THEME_FILE_BYTES)[0]
+        except NotReadable as exc:
+            raise ThemeError(f"{self.shown(path)}: {exc}; a theme file must be a regular file") from None
 
     # ------------------------------------------------------------ what the build does with it
     def environment(self) -> Environment:
