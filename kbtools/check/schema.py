@@ -36,8 +36,11 @@ def validate_record(record: Record, record_type: RecordType) -> list[Diagnostic]
     """One record's schema diagnostics (a function of its bytes and its schema alone)."""
     mine: list[Diagnostic] = []
     try:
-        errors = sorted(
-            record_type.validator.iter_errors(dict(record.data)), key=lambda e: list(map(str, e.absolute_path))
+        data = dict(record.data)
+        errors = (
+            []
+            if _passes_fast(record_type, data)
+            else sorted(record_type.validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
         )
         unknown = record.unknown
         for error in errors:
@@ -49,6 +52,18 @@ def validate_record(record: Record, record_type: RecordType) -> list[Diagnostic]
     except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
         mine = [internal_error(record.path, exc)]
     return mine
+
+
+def _passes_fast(record_type: RecordType, data: dict) -> bool:
+    """Whether the compiled validator accepts the record, so the Python one would find no error: only a
+    record that fails (or one the compiled validator cannot take) is validated again, for kb's messages."""
+    fast = record_type.fast_validator
+    if fast is None:
+        return False
+    try:
+        return fast.is_valid(data)
+    except ValueError:  # a value it cannot convert (a lone surrogate in a string): Python's validator judges it
+        return False
 
 
 def _missing(error: ValidationError) -> str | None:
