@@ -211,7 +211,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus, select
     from kbtools.check.stale import changed_since, stale_figures
 
-    corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False)
+    corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False, scoped=True)
     stale = []
     if args.since:
         changed = changed_since(settings, args.since)

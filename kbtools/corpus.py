@@ -208,6 +208,7 @@ class Corpus:
     computed: Mapping[str, RecordValues] = field(default_factory=lambda: MappingProxyType({}))
     cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
     complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
+    scope: Any = None  # scope.Scope: the records a scoped kb check judges again (None: every record)
 
     @cached_property
     def graph(self) -> Any:
@@ -222,6 +223,28 @@ class Corpus:
             (source, target, {"field": field, "line": line}) for source, target, field, line in self.edges
         )
         return graph
+
+    def judged(self) -> list[Record]:
+        """The records a stage judges: every record, or in a scoped run those of the scope, in path order."""
+        if self.scope is None:
+            return list(self.records.values())
+        return sorted((self.records[k] for k in self.scope.keys if k in self.records), key=lambda r: r.path)
+
+    def record_paths(self) -> set[str]:
+        """Every record's file, without decoding a stored record."""
+        stored = getattr(self.records, "paths", None)  # scope.StoredRecords: from the store's id table
+        if stored is not None:
+            return set(stored)
+        return {record.path for record in self.records.values()}
+
+    def sources_linking_to(self, key: str) -> set[str]:
+        """The records with a link into `key` (edges as the links stage found them, and in a scoped run the
+        stored ones of the records it did not judge again)."""
+        sources = {source for source, target, _, _ in self.edges or () if target == key}
+        if self.scope is not None:
+            judged = {source for source, _, _, _ in self.edges or ()} | set(self.scope.keys)
+            sources |= {s for s in self.scope.index.sources_into([key]) if s not in judged}
+        return sources
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> Corpus:
         return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)

@@ -19,7 +19,7 @@ from kbtools.corpus import Settings  # noqa: E402
 
 
 def diagnostics(root: Path, cached: bool) -> list[tuple]:
-    corpus = check_corpus(Settings(root=root), use_cache=cached, complete=not cached)
+    corpus = check_corpus(Settings(root=root), use_cache=cached, complete=not cached, scoped=cached)
     return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
 
 
@@ -358,3 +358,73 @@ def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
     assert check(KB_POOL_MIN="1", KB_WORKERS="2") == serial
     memo.unlink(missing_ok=True)
     assert check(KB_WORKERS="1") == serial  # warm, from what the workers stored
+
+
+def scoped_check(root: Path):
+    return check_corpus(Settings(root=root), use_cache=True, complete=False, scoped=True)
+
+
+def findings(corpus) -> list[tuple]:
+    return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
+
+
+def test_a_one_file_edit_judges_again_only_what_it_can_change(tmp_path):
+    """The pre-commit path: after one edit, kb check reads that file and judges the records whose findings
+    can depend on it, not the corpus; what it reports is what a cold check reports. A file added makes the
+    run a whole one."""
+    root = tmp_path / "kb"
+    generate(root, 120, seed=21, defects=0.1)
+    add_chain(root)
+    assert scoped_check(root).scope is None  # nothing stored yet: a whole run, which writes the index
+    tier = root / TIER
+    tier.write_text(re.sub(r"(?m)^bandwidth: ([\d.]+)", lambda m: f"bandwidth: {float(m[1]) * 2:g}", tier.read_text()))
+    corpus = scoped_check(root)
+    assert corpus.scope is not None
+    assert "storage-tiers/chain-tier" in corpus.scope.keys and len(corpus.scope.keys) < 20
+    assert findings(corpus) == diagnostics(root, cached=False)
+    assert any(d.code == "KB500" and d.path == "records/flops/chain-f.md" for d in corpus.diagnostics)
+    copy = root / "records" / "flops" / "chain-g.md"
+    copy.write_text((root / "records" / "flops" / "chain-f.md").read_text().replace("id: chain-f", "id: chain-g"))
+    corpus = scoped_check(root)
+    assert corpus.scope is None
+    assert findings(corpus) == diagnostics(root, cached=False)
+    assert scoped_check(root).scope is not None  # the whole run wrote the index again
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "findings", "ids", "foreign"])
+def test_a_damaged_store_costs_a_whole_run_never_a_hidden_finding(tmp_path, damage):
+    import shutil
+    import sqlite3
+
+    root = tmp_path / "kb"
+    generate(root, 120, seed=22, defects=0.2)
+    scoped_check(root)
+    store = kb_store(root)
+    target = sorted((root / "records" / "accelerators").glob("*.md"))[0]
+    target.write_text(target.read_text().replace("memory_bus_width: ", "memory_bus_width: 1", 1))
+    expected = diagnostics(root, cached=False)
+    assert any(d[3] == "KB500" for d in expected)
+    if damage == "truncated":
+        with open(store, "r+b") as handle:
+            handle.truncate(store.stat().st_size // 2)
+    elif damage == "garbage":
+        with open(store, "r+b") as handle:
+            handle.seek(8192)
+            handle.write(b"\xff" * 8192)
+    elif damage in ("findings", "ids"):
+        database = sqlite3.connect(store)
+        if damage == "findings":
+            database.execute("UPDATE findings SET body = 'not json'")
+        else:
+            database.execute("UPDATE ids SET digest = 'forged'")
+        database.commit()
+        database.close()
+    else:  # a store written for another clone of the same files (a restored CI cache, a copied home)
+        twin = tmp_path / "twin"
+        shutil.copytree(root, twin)
+        scoped_check(twin)
+        shutil.copyfile(kb_store(twin), store)
+        for extra in ("-wal", "-shm"):
+            Path(str(store) + extra).unlink(missing_ok=True)
+    assert findings(scoped_check(root)) == expected
+    assert findings(scoped_check(root)) == expected

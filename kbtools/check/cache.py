@@ -41,8 +41,9 @@ from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
 from kbtools.state import StateUnavailable, state_dir
 
 CACHE_FILE = "check.sqlite"
-FORMAT = 5  # 5: in kb's state directory, rows without a MAC
+FORMAT = 6  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py)
 RACY_NS = 2_000_000_000
+INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.scope)
 
 
 def digest(data: bytes) -> str:
@@ -275,22 +276,91 @@ class Entry(dict):
         self._table.dirty.add(self._name)
 
 
+def _decoded_or_none(body: str) -> Any:
+    try:
+        return decode(body)
+    except ValueError:
+        return None
+
+
 class Table:
     """Rows of one SQLite table, one row per entry and field (a record's file and a stage's result):
-    name -> Entry. An entry's rows are verified when it is first asked for, each field decoded when it is."""
+    name -> Entry. Rows are read either all at once (`preload`, for a run that visits every record) or
+    entry by entry when first asked for (a run that re-judges a few records reads only theirs); each field
+    is decoded when it is first asked for."""
 
     def __init__(self, name: str, verify):
         self.name, self.verify = name, verify
         self.sql = f"{name}_rows"
-        self.raw: dict[str, dict[str, str]] = {}  # name -> field -> JSON text
+        self.raw: dict[str, dict[str, str]] = {}  # name -> field -> JSON text, when preloaded
         self.live: dict[str, Entry] = {}
         self.dirty: set[str] = set()
         self.deleted: set[str] = set()
+        self.connection: sqlite3.Connection | None = None  # entry by entry from here, until preloaded
+        self._names: set[str] | None = None  # every stored entry's name, when asked for in lazy mode
+        self.failed = False  # a read of the store failed mid-run: what it would have answered is unknown
+
+    def attach(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def preload(self) -> None:
+        if self.connection is None:
+            return
+        raw: dict[str, dict[str, str]] = {}
+        for name, field, body in self.connection.execute(f"SELECT name, field, body FROM {self.sql}"):
+            if name not in self.live and name not in self.deleted:
+                raw.setdefault(name, {})[field] = body
+        self.raw, self.connection, self._names = raw, None, None
+
+    def _fetch(self, key: str) -> dict[str, str] | None:
+        if self.connection is None:
+            return self.raw.pop(key, None)
+        if key in self.deleted:
+            return None
+        try:
+            rows = self.connection.execute(f"SELECT field, body FROM {self.sql} WHERE name = ?", (key,)).fetchall()
+        except sqlite3.Error:
+            self.failed = True
+            return None
+        return {field: body for field, body in rows} or None
+
+    def _stored_names(self) -> set[str]:
+        if self.connection is None:
+            return set(self.raw)
+        if self._names is None:
+            try:
+                self._names = {n for (n,) in self.connection.execute(f"SELECT DISTINCT name FROM {self.sql}")}
+            except sqlite3.Error:
+                self.failed, self._names = True, set()
+        return self._names - set(self.live) - self.deleted
+
+    def field_of_all(self, field: str) -> dict[str, Any]:
+        """One field of every stored entry, decoded (a stat walk asks for every file's stat, nothing else)."""
+        rows: list[tuple[str, Any]] = []
+        if self.connection is not None:
+            try:
+                rows = self.connection.execute(
+                    f"SELECT name, body FROM {self.sql} WHERE field = ?", (field,)
+                ).fetchall()
+            except sqlite3.Error:
+                self.failed = True
+        else:
+            rows = [(name, fields.get(field)) for name, fields in self.raw.items()]
+        rows = [(n, b) for n, b in rows if isinstance(b, str) and n not in self.live and n not in self.deleted]
+        try:  # one decoding of all of them: ten thousand small ones cost more than the rest of a stat walk
+            values = decode("[" + ",".join(body for _, body in rows) + "]")
+        except ValueError:
+            values = [_decoded_or_none(body) for _, body in rows]  # a corrupt one is read again when asked for
+        out = {name: value for (name, _), value in zip(rows, values, strict=True) if value is not None}
+        for name, entry in self.live.items():
+            if field in entry:
+                out[name] = entry[field]
+        return out
 
     def get(self, key: str, default: Any = None) -> Entry | None:
         if key in self.live:
             return self.live[key]
-        raw = self.raw.pop(key, None)
+        raw = self._fetch(key)
         if raw is None:
             return default
         data = self.verify(self.name, key, raw)
@@ -322,10 +392,10 @@ class Table:
         return self.get(key) is not None if isinstance(key, str) else False
 
     def __iter__(self) -> Iterator[str]:
-        return iter([*self.live, *self.raw])
+        return iter([*self.live, *sorted(self._stored_names())])
 
     def __len__(self) -> int:
-        return len(self.live) + len(self.raw)
+        return len(self.live) + len(self._stored_names())
 
 
 class Cache:
@@ -348,6 +418,8 @@ class Cache:
         # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
         self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
         self._reader: sqlite3.Connection | None = None
+        self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
+        self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
         if self.enabled:
             self._read()
@@ -400,11 +472,9 @@ class Cache:
                 index = meta.get("index")
                 self.index_fingerprint = index if isinstance(index, str) else None
                 self.generation = meta.get("generation")
+                self.indexed = meta.get("indexed") == self.generation and self.generation is not None
                 for table in (self.files, self.compute):
-                    raw: dict[str, dict[str, str]] = {}
-                    for name, field, body in connection.execute(f"SELECT name, field, body FROM {table.sql}"):
-                        raw.setdefault(name, {})[field] = body
-                    table.raw = raw
+                    table.attach(connection)  # rows are read when asked for, or all at once by preload()
                 self.trusted = True
             finally:
                 if self.trusted:
@@ -412,9 +482,36 @@ class Cache:
                 else:
                     connection.close()
         except (sqlite3.Error, ValueError, TypeError, OSError):
-            self.files.raw, self.compute.raw, self.compute_global = {}, {}, []
-            self.trusted = False
-            self.index_fingerprint = self.generation = None
+            self._forget()
+
+    def _forget(self) -> None:
+        """A store that cannot be read is no store: every result is computed again (and written anew)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        for table in (self.files, self.compute):
+            table.raw, table.live, table.connection = {}, {}, None
+            table.dirty.clear()
+            table.deleted.clear()
+        self.compute_global, self.trusted, self.indexed = [], False, False
+        self.index_fingerprint = self.generation = None
+
+    def preload(self) -> None:
+        """Every stored row, in one query per table: for a run that visits every record."""
+        try:
+            for table in (self.files, self.compute):
+                table.preload()
+        except sqlite3.Error:
+            self._forget()
+
+    @property
+    def reader(self) -> sqlite3.Connection | None:
+        """The run's one read transaction on the store (None when nothing stored is trusted)."""
+        return self._reader if self.trusted else None
+
+    @property
+    def read_failed(self) -> bool:
+        return self.files.failed or self.compute.failed
 
     # ------------------------------------------------------------ the reverse-dependency table
     def dependents(self, key: str) -> dict[str, dict[str, str]]:
@@ -473,11 +570,13 @@ class Cache:
     def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
         """The entry for a file whose stat matches what the cache saw and that is not 'racily clean'."""
         entry = self.files.get(rel)
-        if entry is None or entry.get("stat") != file_stat(st):
-            return None
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= self.written_ns - RACY_NS:
+        if entry is None or not self.same_stat(entry.get("stat"), st):
             return None
         return entry
+
+    def same_stat(self, stored: Any, st: os.stat_result) -> bool:
+        """The file is as the store saw it, judged by its stat alone, and was not 'racily clean' then."""
+        return stored == file_stat(st) and max(st.st_mtime_ns, st.st_ctime_ns) < self.written_ns - RACY_NS
 
     def note_stat(self, rel: str, st: os.stat_result) -> None:
         """Remember the stat taken before the file was read: an edit after that changes it, so is seen next time."""
@@ -505,11 +604,20 @@ class Cache:
             return
         for rel in [rel for rel in self.files if rel not in live_paths]:
             del self.files[rel]
-        if self._reader is not None:
+        if self._reader is not None and not self._in_wal_mode(self._reader):
+            for table in (self.files, self.compute):
+                table.connection = None  # what was not asked for stays as it is stored
             self._reader.close()
             self._reader = None
+        # In WAL mode the run's read transaction stays open past the save: a scoped run's corpus still
+        # decodes stored records from it (kb check's stale-figure pass comes after), and a WAL reader
+        # never blocks a writer, this process's or another's.
         changed = (
-            any((t.dirty, t.deleted) for t in (self.files, self.compute)) or self.global_changed or bool(self.new_reads)
+            any((t.dirty, t.deleted) for t in (self.files, self.compute))
+            or self.global_changed
+            or bool(self.new_reads)
+            or (self.index_update is not None and not self.index_update.empty)
+            or (self.index_update is not None and not self.indexed)
         )
         if not changed:
             return
@@ -527,6 +635,13 @@ class Cache:
                 self._write()
         except (sqlite3.Error, OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
+
+    @staticmethod
+    def _in_wal_mode(connection: sqlite3.Connection) -> bool:
+        try:
+            return connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        except sqlite3.Error:
+            return False
 
     def _write(self) -> None:
         # WAL: readers never block the writer nor see half a write; BEGIN IMMEDIATE takes the write lock
@@ -551,7 +666,7 @@ class Cache:
         meta = {name: self._meta_value(body) for name, body in stored.items()}
         fresh = meta.get("key") != self.key  # another kb, schema or format: none of it is kept
         if fresh:
-            for old in ("files_rows", "compute_rows", "reads"):  # a format's tables may have other columns
+            for old in ("files_rows", "compute_rows", "reads", *INDEX_TABLES):  # a format's may have other columns
                 connection.execute(f"DROP TABLE IF EXISTS {old}")
         for table in (self.files, self.compute):
             connection.execute(
@@ -575,7 +690,7 @@ class Cache:
             # here may have read a neighbour the other run has since recomputed from newer bytes, and a
             # reader kept with an old neighbour's values would never be looked at again.
             self._write_table(connection, self.files)
-            self._write_meta(connection, {"written_ns": time.time_ns()})
+            self._write_meta(connection, {"written_ns": time.time_ns(), "indexed": None})  # the index is the other's
             return
         for reader, reads in self.new_reads.items():
             connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
@@ -585,15 +700,50 @@ class Cache:
             )
         self._write_table(connection, self.files)
         self._write_table(connection, self.compute)
+        generation = (self.generation if isinstance(self.generation, int) else 0) + 1
+        update = self.index_update
+        indexed = update is not None and (update.whole or (self.indexed and not fresh))
+        if indexed:
+            self._write_index(connection, update)
         self._write_meta(
             connection,
             {
                 "key": self.key,
-                "generation": (self.generation if isinstance(self.generation, int) else 0) + 1,
+                "generation": generation,
+                "indexed": generation if indexed else None,
                 "written_ns": time.time_ns(),
                 "compute_global": list(self.compute_global),
                 "index": self.index_fingerprint,
             },
+        )
+
+    @staticmethod
+    def _write_index(connection: sqlite3.Connection, update: Any) -> None:
+        """The corpus as this run saw it (kbtools.check.scope): ids, links and findings, whole or in part."""
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS ids (key TEXT PRIMARY KEY, path TEXT, id TEXT, type TEXT, digest TEXT, "
+            "name_key TEXT, url_key TEXT)"
+        )
+        connection.execute("CREATE INDEX IF NOT EXISTS ids_by_name ON ids (name_key)")
+        connection.execute("CREATE INDEX IF NOT EXISTS ids_by_url ON ids (url_key)")
+        connection.execute("CREATE TABLE IF NOT EXISTS edges (source TEXT, target TEXT, field TEXT, line INTEGER)")
+        connection.execute("CREATE INDEX IF NOT EXISTS edges_by_source ON edges (source)")
+        connection.execute("CREATE INDEX IF NOT EXISTS edges_by_target ON edges (target)")
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS findings (path TEXT, stage TEXT, body TEXT, PRIMARY KEY (path, stage))"
+        )
+        if update.whole:
+            for table in INDEX_TABLES:
+                connection.execute(f"DELETE FROM {table}")
+        connection.executemany("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?, ?, ?, ?)", update.ids)
+        connection.executemany("DELETE FROM edges WHERE source = ?", [(s,) for s in update.edge_sources])
+        connection.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", update.edges)
+        connection.executemany(
+            "DELETE FROM findings WHERE path = ? AND stage = ?", [w for w, body in update.findings.items() if not body]
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO findings VALUES (?, ?, ?)",
+            [(path, stage, body) for (path, stage), body in update.findings.items() if body],
         )
 
     def _write_table(self, connection: sqlite3.Connection, table: Table) -> None:

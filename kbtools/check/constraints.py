@@ -43,12 +43,10 @@ def check_constraints(corpus: Corpus) -> Corpus:
 
     def still_valid(kept: dict) -> bool:
         # valid while the record, the set of ids and types, and every source it read stay the same
-        return kept["index"] == fingerprint and all(
-            key in index.by_key and index.by_key[key].digest == d for key, d in kept["read"].items()
-        )
+        return kept["index"] == fingerprint and all(index.digest_of(key) == d for key, d in kept["read"].items())
 
     found: list[Diagnostic] = []
-    for record in sorted(corpus.records.values(), key=lambda r: r.path):
+    for record in sorted(corpus.judged(), key=lambda r: r.path):
         kept = remembered(
             corpus.cache,
             record,

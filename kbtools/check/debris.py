@@ -29,7 +29,7 @@ _NOT_TEXT = frozenset({"formula", "url", "config_url", "docs_url", "repository"}
 
 def find_debris(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
-    for record in sorted(corpus.records.values(), key=lambda r: r.path):
+    for record in sorted(corpus.judged(), key=lambda r: r.path):
         # a function of the file's bytes alone: kept while they are unchanged
         found.extend(remembered(corpus.cache, record, "debris", partial(_record_debris, record)))
     return corpus.with_diagnostics(found)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any
 
 from kbtools.check.cache import remembered
+from kbtools.check.scope import StoredRecords
 from kbtools.corpus import Corpus, FieldPath, Record, Reference
 from kbtools.diagnostics import Diagnostic
 from kbtools.lang.markdown import BodyScan, headings, remember_scan, scan_body
@@ -52,18 +53,37 @@ def iter_references(record: Record, plan: FieldPlan, dirs: set[str]) -> Iterator
 
 
 class Index:
-    """Look-ups over the corpus by id and by dir/id."""
+    """Look-ups over the corpus by id and by dir/id. Over a scoped run's StoredRecords it is built from the
+    store's id table, and a record is decoded only when a look-up returns it."""
 
     def __init__(self, corpus: Corpus):
-        self.by_key: dict[str, Record] = dict(corpus.records)
-        self.by_id: dict[str, list[Record]] = defaultdict(list)
-        for record in corpus.records.values():
-            self.by_id[record.id].append(record)
+        records = corpus.records
+        self.by_key: Mapping[str, Record] = records
+        if isinstance(records, StoredRecords):
+            keys_by_id = records.keys_by_id  # built once per run from the store's id table
+        else:
+            keys_by_id = defaultdict(list)
+            for key, record in records.items():
+                keys_by_id[record.id].append(key)
+        self.by_id = RecordsById(keys_by_id, records)
+        self._fingerprint = corpus.scope.fingerprint if corpus.scope is not None else None
 
     def fingerprint(self) -> str:
         """Changes whenever a reference anywhere could resolve differently: ids, dirs or types."""
-        text = "\n".join(f"{key}\t{record.type}" for key, record in sorted(self.by_key.items()))
-        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        if self._fingerprint is None:
+            text = "\n".join(f"{key}\t{record.type}" for key, record in sorted(self.by_key.items()))
+            self._fingerprint = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        return self._fingerprint
+
+    def digest_of(self, key: str) -> str | None:
+        if key not in self.by_key:
+            return None
+        if isinstance(self.by_key, StoredRecords):
+            return self.by_key.digest_of(key)
+        return self.by_key[key].digest
+
+    def path_of(self, key: str) -> str:
+        return self.by_key.path_of(key) if isinstance(self.by_key, StoredRecords) else self.by_key[key].path
 
     def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
         """(the record, []) when found; (None, candidates) when a bare id is ambiguous or missing."""
@@ -75,37 +95,50 @@ class Index:
         return None, candidates
 
 
+class RecordsById(Mapping[str, list[Record]]):
+    """id -> the records that have it; `keys_of` answers without decoding a stored record."""
+
+    def __init__(self, keys_by_id: dict[str, list[str]], records: Mapping[str, Record]):
+        self._keys, self._records = keys_by_id, records
+
+    def keys_of(self, record_id: str) -> list[str]:
+        return self._keys.get(record_id, [])
+
+    def __getitem__(self, record_id: str) -> list[Record]:
+        return [self._records[key] for key in self._keys[record_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 def resolve_links(corpus: Corpus) -> Corpus:
     index = Index(corpus)
     found: list[Diagnostic] = []
     dirs = set(corpus.registry.dirs)
-
-    for record_id, records in index.by_id.items():
-        if len(records) > 1:
-            for record in records:
-                others = ", ".join(r.path for r in records if r is not record)
-                line, col = record.position(("id",))
-                found.append(
-                    Diagnostic.make(
-                        "KB304",
-                        record.path,
-                        line,
-                        col,
-                        f"id '{record_id}' is also used by {others}; ids must be unique across the repository",
-                    )
-                )
-
     heading_cache: dict[str, set[str]] = {}
     edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
     fingerprint = index.fingerprint()
 
     def still_valid(cached: dict) -> bool:
         # valid while the record, the set of ids and types, and its anchors' targets stay the same
-        return cached["index"] == fingerprint and all(
-            key in index.by_key and index.by_key[key].digest == d for key, d in cached["anchors"].items()
-        )
+        return cached["index"] == fingerprint and all(index.digest_of(key) == d for key, d in cached["anchors"].items())
 
-    for record in corpus.records.values():
+    def judge(record: Record) -> None:
+        others = [index.path_of(key) for key in index.by_id.keys_of(record.id) if key != record.key]
+        if others:
+            line, col = record.position(("id",))
+            found.append(
+                Diagnostic.make(
+                    "KB304",
+                    record.path,
+                    line,
+                    col,
+                    f"id '{record.id}' is also used by {', '.join(others)}; ids must be unique across the repository",
+                )
+            )
         result = remembered(
             corpus.cache,
             record,
@@ -116,9 +149,23 @@ def resolve_links(corpus: Corpus) -> Corpus:
         found.extend(result["diagnostics"])
         edges.extend(map(tuple, result["edges"]))  # JSON gives lists
 
+    judged = corpus.judged()
+    for record in judged:
+        judge(record)
+    scope = corpus.scope
+    if scope is not None:
+        # a record a judged one links to now may have been an orphan until this edit: judged too (its own
+        # links are as stored, so whom it links to is unchanged and the widening stops here)
+        keys = {r.key for r in judged}
+        gained = [corpus.records[k] for k in sorted({t for _, t, _, _ in edges} - keys, key=index.path_of)]
+        for record in gained:
+            judge(record)
+        judged = judged + gained
+        scope.cover("resolve_links", (r.path for r in gained))
+    judged_keys = frozenset(r.key for r in judged)
     linked = {target for source, target, _, _ in edges if source != target}
-    for record in corpus.records.values():
-        if record.key in linked:
+    for record in judged:
+        if record.key in linked or (scope is not None and scope.index.linked_from_outside(record.key, judged_keys)):
             continue
         line, col = record.position(("id",))
         if corpus.registry.has_role(record.type, "source"):

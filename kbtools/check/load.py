@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kbtools.check.cache import Cache, digest
+from kbtools.check.scope import Scope, StoredIndex, StoredRecords, changed_files, too_many
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
 from kbtools.files import NotReadable, read_regular_file
@@ -187,6 +188,60 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
         records=records,
         diagnostics=tuple(registry.diagnostics) + tuple(diagnostics),
         cache=cache,
+    )
+
+
+def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> Corpus | None:
+    """A scoped run's corpus (kbtools.check.scope): the changed files read and parsed, every other record
+    left in the store until a stage asks for it. None when a whole run is needed: no index in the store,
+    files that came or went, too many changes, or a record that appeared, vanished or changed its id."""
+    if not (cache.trusted and cache.indexed) or cache.reader is None or cache.index_fingerprint is None:
+        return None
+    files, diagnostics = discover(settings, registry)
+    changes = changed_files(files, str(settings.root), cache)
+    if changes is None:
+        return None
+    changed, stats = changes
+    index = StoredIndex(cache.reader)
+    key_at = {known.path: key for key, known in index.known.items()}
+    to_parse: list[tuple[int, str, str, bytes, str]] = []
+    for rel in changed:
+        try:
+            raw, stats[rel] = read_regular(settings.root / rel)
+        except LoadError:
+            return None  # unreadable now: the whole run reports it
+        file_digest = digest(raw)
+        if cache.file(rel, file_digest) is not None:  # touched, not edited
+            cache.note_stat(rel, stats[rel])
+        else:
+            to_parse.append((0, rel, str(settings.root / rel), raw, file_digest))
+            if too_many(len(to_parse), len(files)):
+                return None
+    fresh: dict[str, Record] = {}
+    found: list[Diagnostic] = []
+    for (_, rel, _, _, file_digest), (record, load_found, extra) in zip(
+        to_parse, parse_all(to_parse, registry, with_stages=True), strict=True
+    ):
+        known = index.known.get(key_at.get(rel, ""))
+        if (record is None) != (known is None):
+            return None  # a record came or went: references anywhere may resolve differently
+        if record is not None and known is not None and (record.id, record.type) != (known.id, known.type):
+            return None  # an id edited in place: the same
+        cache.store_file(rel, file_digest, record=record, load=load_found, **extra)
+        cache.note_stat(rel, stats[rel])
+        found.extend(load_found)
+        if record is not None:
+            fresh[record.key] = record
+    keys = set(fresh) | index.sources_into(fresh) | index.targets_from(fresh)
+    scope = Scope(frozenset(keys), frozenset(rel for _, rel, _, _, _ in to_parse), index, cache.index_fingerprint)
+    return Corpus(
+        settings=settings,
+        registry=registry,
+        records=StoredRecords(index, fresh, cache),
+        diagnostics=tuple(registry.diagnostics) + tuple(diagnostics) + tuple(found),
+        cache=cache,
+        complete=False,
+        scope=scope,
     )
 
 

@@ -15,8 +15,9 @@ from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import check_constraints
 from kbtools.check.debris import find_debris
 from kbtools.check.links import resolve_links
-from kbtools.check.load import load_corpus
+from kbtools.check.load import load_corpus, load_scoped
 from kbtools.check.schema import validate_schemas
+from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whole_index
 from kbtools.check.similar import find_similar
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
@@ -26,24 +27,72 @@ from kbtools.registry import load_registry
 STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
 
 
-def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True) -> Corpus:
+def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False) -> Corpus:
     """Run every stage. With use_cache, unchanged files reuse earlier results (the cache in kb's state
     directory, outside the repository); complete=False also lets compute reuse cached diagnostics, so values
-    exist only for what changed -- enough for `kb check`, not for the site."""
+    exist only for what changed -- enough for `kb check`, not for the site. scoped (kb check's findings
+    only) lets a run after a few edits judge again only what they can change (kbtools.check.scope)."""
     cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
-    registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.files))
-    corpus = load_corpus(settings, registry, cache)
-    corpus = replace(corpus, complete=complete or cache is None)
-    for stage in STAGES:
-        corpus = stage(corpus)
+    registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.trusted))
+    corpus = None
+    if cache is not None and scoped and not complete:
+        try:
+            corpus = _scoped_run(settings, registry, cache)
+        except StoreFailed:  # the store could not answer: the whole run, from a store read afresh
+            cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings)
+            corpus = None
+    if corpus is None:
+        if cache is not None:
+            cache.preload()
+        corpus = replace(load_corpus(settings, registry, cache), complete=complete or cache is None)
+        corpus = _whole_run(corpus)
     if cache is not None:
-        cache.save({r.path for r in corpus.records.values()} | {d.path for d in corpus.diagnostics})
+        cache.save(corpus.record_paths() | {d.path for d in corpus.diagnostics})
     # the configuration's severities apply to what is reported and to what blocks a build, never to what
     # the cache keeps: changing a severity needs no recheck
     known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
     problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     return replace(corpus, diagnostics=tuple(diagnostics))
+
+
+def _stages(corpus: Corpus) -> tuple[Corpus, dict[str, list[Diagnostic]]]:
+    """Every stage in order, and what each one found (its name -> diagnostics)."""
+    found: dict[str, list[Diagnostic]] = {}
+    for stage in STAGES:
+        before = len(corpus.diagnostics)
+        corpus = stage(corpus)
+        found[stage.__name__] = list(corpus.diagnostics[before:])
+    return corpus, found
+
+
+def _whole_run(corpus: Corpus) -> Corpus:
+    cache = corpus.cache
+    loaded = list(corpus.diagnostics)
+    corpus, found = _stages(corpus)
+    if cache is not None:
+        stored_files = set(cache.files.live)
+        found["load"] = [d for d in loaded if d.path in stored_files]
+        cache.index_update = whole_index(corpus, found, stored_files)
+    return corpus
+
+
+def _scoped_run(settings: Settings, registry, cache: Cache) -> Corpus | None:
+    corpus = load_scoped(settings, registry, cache)
+    if corpus is None:
+        return None
+    scope = corpus.scope
+    judged_paths = {corpus.records[k].path for k in scope.keys} | set(scope.changed_paths)
+    loaded = [d for d in corpus.diagnostics if d.path in scope.changed_paths]
+    corpus, found = _stages(corpus)
+    found["load"] = loaded
+    covered = {stage: judged_paths | scope.covered.get(stage, set()) for stage in found}
+    covered["load"] = set(scope.changed_paths)
+    kept = decode_findings(scope.index.findings(), covered)
+    if cache.read_failed:
+        raise StoreFailed("a stored row could not be read")
+    cache.index_update = scoped_index(corpus, found, covered)
+    return corpus.with_diagnostics(kept)
 
 
 def _missing_records(settings: Settings) -> list[Diagnostic]:

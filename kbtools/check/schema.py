@@ -24,7 +24,7 @@ _QUOTED = re.compile(r"'([^']*)'")
 def validate_schemas(corpus: Corpus) -> Corpus:
     found: list[Diagnostic] = []
     cache = corpus.cache
-    for record in track(list(corpus.records.values()), "Validating"):
+    for record in track(corpus.judged(), "Validating"):
         record_type = corpus.registry.types.get(record.type) if record.type else None
         if record_type is None:
             continue

@@ -52,11 +52,11 @@ def url_key(url: str) -> str | None:
 def find_similar(corpus: Corpus) -> Corpus:
     index: list[Index] = []  # built only when some group holds two records: most runs never need it
     found: list[Diagnostic] = []
-    sources = corpus.registry.with_role("source")
-    document_of = _document_key(sources.name if sources else None)
-    for code, key_of, field in (("KB309", _name_of, "name"), ("KB310", document_of, "url")):
+    document_of = document_key(corpus.registry)
+    members = corpus.judged() if corpus.scope is None else _groups_around(corpus, document_of)
+    for code, key_of, field in (("KB309", name_of, "name"), ("KB310", document_of, "url")):
         groups: dict[tuple[str, str], list[Record]] = {}
-        for record in sorted(corpus.records.values(), key=lambda r: r.path):
+        for record in sorted(members, key=lambda r: r.path):
             key = key_of(record)
             if key is not None:
                 groups.setdefault((record.type or "", key), []).append(record)
@@ -83,13 +83,40 @@ def find_similar(corpus: Corpus) -> Corpus:
     return corpus.with_diagnostics(found)
 
 
-def _name_of(record: Record) -> str | None:
+def _groups_around(corpus: Corpus, document_of) -> list[Record]:
+    """In a scoped run: the judged records and every member of a group one of them is in, or was in before
+    this edit (from the store's id table), closed over the members' own groups, so that each returned
+    record's groups are whole and its findings can be judged again."""
+    scope = corpus.scope
+    chosen = {record.key: record for record in corpus.judged()}
+    frontier = list(chosen.values())
+    seen: set[tuple[str | None, int, str]] = set()
+    while frontier:
+        record = frontier.pop()
+        known = scope.index.known.get(record.key)
+        keys = {(0, name_of(record)), (1, document_of(record))}
+        keys |= {(kind, value) for kind, value in enumerate(known.groups)} if known is not None else set()
+        for kind, value in keys:
+            if value is None or (record.type, kind, value) in seen:
+                continue
+            seen.add((record.type, kind, value))
+            for key in scope.index.group_members(record.type, kind, value) - set(chosen):
+                chosen[key] = corpus.records[key]
+                frontier.append(chosen[key])
+    scope.cover("find_similar", (record.path for record in chosen.values()))
+    return list(chosen.values())
+
+
+def name_of(record: Record) -> str | None:
+    """The key KB309 groups a record's name by."""
     name = record.data.get("name")
     return name_key(name) or None if isinstance(name, str) else None
 
 
-def _document_key(source_type: str | None):
-    """A record's document key, for records of the type that plays the source role."""
+def document_key(registry):
+    """A record's document key (what KB310 groups by), for records of the type that plays the source role."""
+    sources = registry.with_role("source")
+    source_type = sources.name if sources else None
 
     def document_of(record: Record) -> str | None:
         url = record.data.get("url")

@@ -78,10 +78,14 @@ def _round(value: float, digits: int) -> float:
 
 def stale_figures(corpus: Corpus, rev: str, changed: list[str]) -> list[Diagnostic]:
     root = corpus.settings.root
-    by_path = {r.path: r for r in corpus.records.values()}
+    records_dir = corpus.settings.records_dir.rstrip("/") + "/"
     found: list[Diagnostic] = []
     for rel in changed:
-        record = by_path.get(rel)
+        # a record's key is its path under records/ without .md: no record is decoded to find one
+        key = rel[len(records_dir) : -len(".md")] if rel.startswith(records_dir) and rel.endswith(".md") else None
+        record = corpus.records.get(key) if key is not None else None
+        if record is not None and record.path != rel:
+            record = None
         old_bytes = git_show(root, rev, rel)
         if record is None or old_bytes is None:
             continue
@@ -91,7 +95,7 @@ def stale_figures(corpus: Corpus, rev: str, changed: list[str]) -> list[Diagnost
             continue
         old = _quantities(corpus, record.type, old_data)
         new = _quantities(corpus, record.type, dict(record.data))
-        readers = {source for source, target, _, _ in corpus.edges or () if target == record.key} | {record.key}
+        readers = corpus.sources_linking_to(record.key) | {record.key}
         for field, old_value in old.items():
             new_value = new.get(field)
             if new_value is None or not new_value.is_compatible_with(old_value):

@@ -161,9 +161,13 @@ class Computer:
     def run(self, only: set[str] | None = None) -> dict[str, RecordValues]:
         """Compute every record's values (or only those of the records in `only`)."""
         computed: dict[str, RecordValues] = {}
-        for record in track(list(self.corpus.records.values()), "Recomputing figures"):
-            if only is not None and record.key not in only:
-                continue
+        records = self.corpus.records
+        chosen = (
+            list(records.values())
+            if only is None
+            else sorted((records[k] for k in only if k in records), key=lambda r: r.path)
+        )
+        for record in track(chosen, "Recomputing figures"):
             self.stack.append(record.key)
             self.frames.append(self.reads.setdefault(record.key, set()))
             try:

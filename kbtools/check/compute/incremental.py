@@ -73,7 +73,8 @@ def dirty_records(corpus: Corpus, cache: Any, computer: Computer) -> set[str]:
     index: Index = computer.index
     same_index = cache.index_fingerprint == index.fingerprint()
     dirty = set()
-    for key, record in records.items():
+    for record in corpus.judged():
+        key = record.key
         entry = cache.compute.get(key)
         if entry is None or entry["digest"] != record.digest:
             dirty.add(key)
@@ -113,12 +114,14 @@ def with_kept_diagnostics(
     corpus: Corpus, cache: Any, diagnostics: list[Diagnostic], only: set[str]
 ) -> list[Diagnostic]:
     """This run's findings for the records it computed, and the kept ones for every record it did not."""
-    record_paths = {r.path for r in corpus.records.values()}
+    record_paths = corpus.record_paths()
     driven_paths = {corpus.records[k].path for k in only}
     out = [d for d in diagnostics if d.path in driven_paths or d.path not in record_paths]
-    for key in corpus.records:
-        if key not in only:
-            out.extend(cache.compute[key]["diagnostics"])
+    for record in corpus.judged():  # in a scoped run, the others' findings are the stored ones
+        if record.key not in only:
+            out.extend(cache.compute[record.key]["diagnostics"])
+    if corpus.scope is not None:
+        corpus.scope.cover("recompute_costs", driven_paths)
     out.extend(cache.compute_global)
     return out
 
@@ -129,7 +132,7 @@ def keep_for_next_run(corpus: Corpus, cache: Any, computer: Computer, only: set[
     cache.index_fingerprint = computer.index.fingerprint()
     if only is not None and not only and len(cache.compute) == len(corpus.records):
         return  # nothing was computed and nothing was added or removed
-    record_paths = {r.path for r in corpus.records.values()}
+    record_paths = corpus.record_paths()
     by_path: dict[str, list[Diagnostic]] = {}
     for d in computer.diagnostics:
         by_path.setdefault(d.path, []).append(d)
