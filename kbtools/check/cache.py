@@ -254,6 +254,7 @@ class Entry(dict):
         super().__init__(data)
         self._table, self._name = table, name
         self._pending = set(data) if stored else set()
+        self.changed: set[str] | None = set() if stored else None  # fields to write back (None: every one)
 
     def __getitem__(self, key: str) -> Any:
         value = super().__getitem__(key)
@@ -263,9 +264,13 @@ class Entry(dict):
             super().__setitem__(key, value)
         return value
 
-    def packed(self) -> dict[str, str]:
-        """Every field as JSON text (what a row's body holds)."""
-        return {key: value if key in self._pending else encode(value) for key, value in dict.items(self)}
+    def packed(self, fields: set[str] | None = None) -> dict[str, str]:
+        """Every field (or those named) as JSON text (what a row's body holds)."""
+        return {
+            key: value if key in self._pending else encode(value)
+            for key, value in dict.items(self)
+            if fields is None or key in fields
+        }
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self else default
@@ -273,6 +278,8 @@ class Entry(dict):
     def __setitem__(self, key: str, value: Any) -> None:
         self._pending.discard(key)
         super().__setitem__(key, value)
+        if self.changed is not None:
+            self.changed.add(key)
         self._table.dirty.add(self._name)
 
 
@@ -299,6 +306,7 @@ class Table:
         self.connection: sqlite3.Connection | None = None  # entry by entry from here, until preloaded
         self._names: set[str] | None = None  # every stored entry's name, when asked for in lazy mode
         self.failed = False  # a read of the store failed mid-run: what it would have answered is unknown
+        self.rewrite_all = False  # the stored rows are gone (a new store): every field of an entry is written
 
     def attach(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
@@ -632,6 +640,7 @@ class Cache:
                 self.path.unlink(missing_ok=True)
                 for table in (self.files, self.compute):
                     table.dirty.update(table.live)
+                    table.rewrite_all = True
                 self._write()
         except (sqlite3.Error, OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
@@ -680,6 +689,7 @@ class Cache:
             for table in (self.files, self.compute):
                 table.dirty.update(table.live)
                 table.dirty.update(table.raw)
+                table.rewrite_all = True
             for name in self.compute:  # an entry is kept only with the reads it was computed from
                 if name not in self.new_reads:
                     del self.compute[name]
@@ -750,11 +760,18 @@ class Cache:
         """A changed entry's rows replaced together; a deleted entry's rows removed."""
         for name in table.dirty:
             entry = table.get(name)
-            if entry is not None:
+            if entry is None:
+                continue
+            if table.rewrite_all or entry.changed is None:  # a new entry: none of its old fields survives
                 connection.execute(f"DELETE FROM {table.sql} WHERE name = ?", (name,))
                 connection.executemany(
                     f"INSERT INTO {table.sql} VALUES (?, ?, ?)",
                     [(name, field, body) for field, body in entry.packed().items()],
+                )
+            else:  # a stored entry of which a stage set some fields: only those rows change
+                connection.executemany(
+                    f"INSERT OR REPLACE INTO {table.sql} VALUES (?, ?, ?)",
+                    [(name, field, body) for field, body in entry.packed(entry.changed).items()],
                 )
         connection.executemany(f"DELETE FROM {table.sql} WHERE name = ?", [(n,) for n in table.deleted])
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from typing import Any
 
 from kbtools.check.cache import remembered
 from kbtools.check.links import Index, walk_plan
@@ -39,11 +40,12 @@ from kbtools.diagnostics import Diagnostic, Severity
 
 def check_constraints(corpus: Corpus) -> Corpus:
     index = Index(corpus)
-    fingerprint = index.fingerprint()
 
     def still_valid(kept: dict) -> bool:
-        # valid while the record, the set of ids and types, and every source it read stay the same
-        return kept["index"] == fingerprint and all(index.digest_of(key) == d for key, d in kept["read"].items())
+        # valid while the record, what each source it named resolves to, and every source it read stay the same
+        return index.resolves_as_before(kept["resolved"]) and all(
+            index.digest_of(key) == d for key, d in kept["read"].items()
+        )
 
     found: list[Diagnostic] = []
     for record in sorted(corpus.judged(), key=lambda r: r.path):
@@ -51,17 +53,18 @@ def check_constraints(corpus: Corpus) -> Corpus:
             corpus.cache,
             record,
             "constraints",
-            partial(_record_constraints, corpus, record, index, fingerprint),
+            partial(_record_constraints, corpus, record, index),
             valid=still_valid,
         )
         found.extend(kept["diagnostics"])
     return corpus.with_diagnostics(found)
 
 
-def _record_constraints(corpus: Corpus, record: Record, index: Index, fingerprint: str) -> dict:
+def _record_constraints(corpus: Corpus, record: Record, index: Index) -> dict:
     """One record's findings, with the sources it read to judge them (key -> digest)."""
     found: list[Diagnostic] = []
     read: dict[str, str] = {}
+    resolved: dict[str, Any] = {}  # each source named -> what it resolved to (links.Index.resolution)
     record_type = corpus.registry.types.get(record.type) if record.type else None
     rules = record_type.constraints if record_type is not None else ()
     for rule in rules:
@@ -70,7 +73,7 @@ def _record_constraints(corpus: Corpus, record: Record, index: Index, fingerprin
                 continue
             failed = _unmet(rule.get("require", {}), item, record)
             if failed is None and "cites" in rule:
-                failed = _uncited(rule["cites"], item, record, index, read)
+                failed = _uncited(rule["cites"], item, record, index, read, resolved)
             if failed is not None:
                 line, col = record.position(path) if path else record.position(("id",))
                 where = dotted(path) if path else record.key
@@ -84,7 +87,7 @@ def _record_constraints(corpus: Corpus, record: Record, index: Index, fingerprin
                         message=f"{where}: {rule['message']} ({failed})",
                     )
                 )
-    return {"index": fingerprint, "read": read, "diagnostics": found}
+    return {"resolved": resolved, "read": read, "diagnostics": found}
 
 
 def _items(each: str, record: Record, record_type) -> Iterator[tuple[FieldPath, dict]]:
@@ -140,7 +143,9 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
     return None
 
 
-def _uncited(conditions: dict, item: dict, record: Record, index: Index, read: dict[str, str]) -> str | None:
+def _uncited(
+    conditions: dict, item: dict, record: Record, index: Index, read: dict[str, str], resolved: dict[str, Any]
+) -> str | None:
     cited = item.get("source")
     names = (
         [cited]
@@ -151,6 +156,7 @@ def _uncited(conditions: dict, item: dict, record: Record, index: Index, read: d
         return "it cites no source"
     reasons = []
     for name in names:
+        resolved[name] = index.resolution(name)
         source, _ = index.resolve(name)
         if source is None:
             return None  # a dangling reference is the links stage's finding, not this rule's

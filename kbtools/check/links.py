@@ -82,6 +82,18 @@ class Index:
             return self.by_key.digest_of(key)
         return self.by_key[key].digest
 
+    def resolution(self, target: str) -> str | list[str]:
+        """What `target` resolves to, as kept with a result that relied on it: the key found, or the sorted
+        keys of the candidates (none: dangling). A result stays valid while each of its targets resolves
+        the same, so a record added or removed re-judges only the records naming it."""
+        if "/" in target:
+            return target if target in self.by_key else []
+        keys = self.by_id.keys_of(target)
+        return keys[0] if len(keys) == 1 else sorted(keys)
+
+    def resolves_as_before(self, kept: Mapping[str, Any]) -> bool:
+        return all(self.resolution(target) == was for target, was in kept.items())
+
     def path_of(self, key: str) -> str:
         return self.by_key.path_of(key) if isinstance(self.by_key, StoredRecords) else self.by_key[key].path
 
@@ -120,11 +132,12 @@ def resolve_links(corpus: Corpus) -> Corpus:
     dirs = set(corpus.registry.dirs)
     heading_cache: dict[str, set[str]] = {}
     edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
-    fingerprint = index.fingerprint()
 
     def still_valid(cached: dict) -> bool:
-        # valid while the record, the set of ids and types, and its anchors' targets stay the same
-        return cached["index"] == fingerprint and all(index.digest_of(key) == d for key, d in cached["anchors"].items())
+        # valid while the record, what each of its targets resolves to, and its anchors' targets stay the same
+        return index.resolves_as_before(cached["resolved"]) and all(
+            index.digest_of(key) == d for key, d in cached["anchors"].items()
+        )
 
     def judge(record: Record) -> None:
         others = [index.path_of(key) for key in index.by_id.keys_of(record.id) if key != record.key]
@@ -143,7 +156,7 @@ def resolve_links(corpus: Corpus) -> Corpus:
             corpus.cache,
             record,
             "links",
-            partial(_link_record, corpus, record, index, dirs, heading_cache, fingerprint),
+            partial(_link_record, corpus, record, index, dirs, heading_cache),
             valid=still_valid,
         )
         found.extend(result["diagnostics"])
@@ -192,7 +205,6 @@ def _link_record(
     index: Index,
     dirs: set[str],
     heading_cache: dict[str, set[str]],
-    fingerprint: str,
 ) -> dict[str, Any]:
     """One record's links: its diagnostics, its edges, and the link targets whose headings it relied on."""
     mine: list[Diagnostic] = []
@@ -202,9 +214,9 @@ def _link_record(
     if scan.skipped:
         mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
     record_type = corpus.registry.types.get(record.type) if record.type else None
-    if record_type is not None:
-        for ref in record_references(corpus, record, record_type.plan, dirs):
-            mine.extend(_link_reference(record, ref, index, my_edges))
+    refs = record_references(corpus, record, record_type.plan, dirs) if record_type is not None else []
+    for ref in refs:
+        mine.extend(_link_reference(record, ref, index, my_edges))
     for link in scan.links:
         line = record.body_line + link.line
         target, candidates = index.resolve(link.target)
@@ -242,7 +254,10 @@ def _link_record(
                         "KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}"
                     )
                 )
-    return {"index": fingerprint, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
+    resolved = {ref.value: index.resolution(ref.value) for ref in refs} | {
+        link.target: index.resolution(link.target) for link in scan.links
+    }
+    return {"resolved": resolved, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
 
 
 def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set[str]) -> list[Reference]:
