@@ -17,6 +17,11 @@ version or any schema file changes (the key in `meta`); a store SQLite cannot re
 stale cache must never hide an error: tests compare incremental and full runs over random edit
 sequences.
 
+Beside the per-file results the store holds an index of the corpus as the last run saw it (ids, edges,
+findings per file and stage; written by `_write_index`), which lets a run after a few edits judge again only
+what they can change (kbtools.check.scope). Rows are read entry by entry when a run asks for them, or all at
+once (`preload`) by a run that visits every record; an entry writes back only the fields a run set.
+
 A file is taken as unchanged, without reading it, when what git's index compares is
 the same -- size, modification and change time (ns), inode -- and it was not changed
 within two seconds before the cache was written (git's racy-clean rule).
