@@ -58,12 +58,12 @@ MAX_CHOICES = 40  # alternatives offered per reference input: enough to explore,
 
 
 class CalculatorExporter:
-    """Builds calculator models for a whole site, sharing what every page needs: the index,
+    """Builds calculator models for a whole site, sharing what every page needs: the site's index,
     each record's exported values, records by type, the hardware parameters."""
 
-    def __init__(self, corpus: Corpus):
+    def __init__(self, corpus: Corpus, index: Index):
         self.corpus = corpus
-        self.index = Index(corpus)
+        self.index = index
         self.exports: dict[str, Any] = {}
         self.by_type: dict[str, list[str]] = {}
         for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
@@ -78,13 +78,12 @@ class CalculatorExporter:
         return calculator_model(self.corpus, key, self)
 
 
-def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter | None = None) -> dict[str, Any] | None:
+def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> dict[str, Any] | None:
     record = corpus.records[key]
     costs = record.data.get("costs")
     computed = corpus.values(key).costs
     if not isinstance(costs, dict) or not computed or len(computed) != len(costs):
         return None  # only records whose every cost computed get a calculator
-    shared = shared or CalculatorExporter(corpus)
     index, exports = shared.index, shared.exports
     records: dict[str, dict[str, Any]] = {}
 

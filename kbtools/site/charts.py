@@ -2,6 +2,8 @@
 
 Every label is escaped; colours come from CSS classes (the theme decides them, in
 light and dark), so the SVG carries no style attribute and passes a strict CSP.
+The drawing functions take plain bars and roofs; `FigureCharts` gathers them from
+the corpus's figures for a page.
 """
 
 from __future__ import annotations
@@ -9,8 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
-from kbtools.lang.units import format_number
+from kbtools.corpus import Record, RecordValues
+from kbtools.lang.units import format_number, unit_registry
+from kbtools.registry import RecordType
+from kbtools.site.context import Page, page_path, relative
 
 
 @dataclass(frozen=True)
@@ -196,3 +202,97 @@ def neighbourhood(center: tuple[str, str, str], nodes: list[tuple[str, str, str,
         out.append(f'<text class="tick" x="4" y="{height - 6}">+{len(nodes) - len(shown)} more (listed below)</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+class FigureCharts(Page):
+    """The corpus's figures as the charts a page shows: a cost record's time tables, a type's rooflines,
+    a hardware parameter across the records that carry it."""
+
+    def cost_chart(self, page: str, record: Record, computed: RecordValues) -> str:
+        """Every time-valued table of a cost record on one log axis: hit paths against recompute."""
+        ureg = unit_registry()
+        bars = []
+        for name, value in computed.costs.items():
+            if value.rows is None or not value.rows:
+                continue
+            first = value.rows[0][1].quantity
+            if first is None or not first.is_compatible_with(ureg.second):
+                continue
+            label = (record.data.get("costs", {}).get(name) or {}).get("label") or name
+            for row_key, row in value.rows:
+                target = self.corpus.records[row_key]
+                bars.append(
+                    Bar(
+                        str(target.data.get("name", row_key)),
+                        float(row.quantity.to("ms").magnitude),
+                        label,
+                        relative(page, page_path(row_key)),
+                    )
+                )
+        return bar_chart(bars, "ms", "Time per row, by cost (log scale)") if bars else ""
+
+    def roofs(
+        self, page: str, spec: dict[str, Any], keys: list[str], labels: tuple[str, ...] | None = None
+    ) -> list[Roof]:
+        """A roof per record from the fields its type's roofline chart names (x-kb-charts)."""
+        roofs = []
+        peak_fields = {
+            label: name for label, name in (spec.get("peaks") or {}).items() if labels is None or label in labels
+        }
+        for key in keys:
+            fields = self.corpus.values(key).fields
+            bandwidth = fields.get(spec["bandwidth"])
+            if bandwidth is None:
+                continue
+            peaks = tuple(
+                (label, float(fields[name].quantity.to("FLOP/s").magnitude))
+                for label, name in peak_fields.items()
+                if fields.get(name) is not None
+            )
+            if peaks:
+                name = self.corpus.records[key].data.get("name", key)
+                roofs.append(
+                    Roof(
+                        str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))
+                    )
+                )
+        return roofs
+
+    def roofline_for(self, page: str, record_type: RecordType, keys: list[str]) -> str:
+        """The records' rooflines ('' when their type draws none)."""
+        spec = record_type.chart("roofline")
+        if not spec:
+            return ""
+        return roofline(self.roofs(page, spec, keys), "Roofline: attainable dense FLOP/s by arithmetic intensity")
+
+    def roofline_comparison(self, page: str, record_type: RecordType) -> str:
+        """Every record of a type, one precision's roof each ('' when the type draws no roofline)."""
+        spec = record_type.chart("roofline")
+        if not spec:
+            return ""
+        keys = [k for k, r in self.corpus.records.items() if r.type == record_type.name]
+        compare = spec.get("compare") or next(iter(spec.get("peaks") or {}), "")
+        return roofline(self.roofs(page, spec, keys, (compare,)), f"Rooflines compared (dense {str(compare).upper()})")
+
+    def parameter_chart(self, page: str, record: Record) -> str:
+        carried = record.mapping("carried_by")
+        bars = []
+        unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
+        for key in (k for type_name in carried for k in self.site.calculator.by_type.get(type_name, [])):
+            other = self.corpus.records[key]
+            field = carried.get(other.type or "")
+            value = self.corpus.values(key).fields.get(field) if field else None
+            if value is not None and value.quantity is not None and unit:
+                try:
+                    bars.append(
+                        Bar(
+                            str(other.data.get("name", key)),
+                            float(value.quantity.to(unit).magnitude),
+                            other.type or "",
+                            relative(page, page_path(key)),
+                        )
+                    )
+                except Exception:  # a dimension mismatch is reported by kb check (KB510)
+                    continue
+        bars.sort(key=lambda b: -b.value)
+        return bar_chart(bars, unit or "", f"{record.data.get('name', record.id)} by record", log=True) if bars else ""

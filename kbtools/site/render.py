@@ -34,9 +34,9 @@ def value_anchor(name: str) -> str:
 
 
 class BodyRenderer:
-    def __init__(self, corpus: Any, href: Callable[[str, str], str]):
+    def __init__(self, corpus: Any, index: Index, href: Callable[[str, str], str]):
         self.corpus = corpus
-        self.index = Index(corpus)
+        self.index = index  # the site's one Index (SiteContext), shared with its links and calculators
         self.href = href  # (from_key, to_key) -> relative URL
         self.md = new_parser()
         self.md.validateLink = safe_url  # type: ignore[method-assign]  # markdown-it's documented way to vet URLs

@@ -1,0 +1,230 @@
+"""A record's page: its fields, costs and their calculator, hardware tables, claims, body, sources, the
+records it links and that link to it, and its charts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from markupsafe import Markup
+
+from kbtools.check.links import backlinks, iter_references
+from kbtools.corpus import Record, RecordValues
+from kbtools.registry import RecordType
+from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood
+from kbtools.site.context import Page, SiteContext, page_path, relative
+from kbtools.site.render import safe_url
+
+SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
+
+
+class RecordPage(Page):
+    def __init__(self, site: SiteContext, charts: FigureCharts):
+        super().__init__(site)
+        self.charts = charts
+
+    def write(self, key: str) -> None:
+        site, record = self.site, self.corpus.records[key]
+        record_type = site.registry.types.get(record.type)
+        page = page_path(key)
+        computed = self.corpus.values(key)
+        fields = self.fields_view(page, record, record_type, computed) if record_type is not None else []
+        costs = self.costs_view(page, record, computed)
+        inputs = self.inputs_view(page, record)
+        hardware = self.hardware_view(page, computed)
+        rows = (
+            record.data.get("hardware_parameters") if isinstance(record.data.get("hardware_parameters"), list) else []
+        )
+        claims = record.data.get("claims") if isinstance(record.data.get("claims"), list) else []
+        sources = [
+            s
+            for s in (site.source_link(page, sid) for sid in record.data.get("sources") or [] if isinstance(sid, str))
+            if s
+        ]
+        outgoing = self.outgoing(page, key)
+        incoming = {field: [site.link(page, k) for k in keys] for field, keys in backlinks(self.corpus, key).items()}
+        neighbours = {
+            **{link["key"]: (link, "out") for links in outgoing.values() for link in links},
+            **{link["key"]: (link, "in") for links in incoming.values() for link in links},
+        }
+        graph_svg = neighbourhood(
+            (str(record.data.get("name", key)), record.type or "", page),
+            [(link["label"], link["type"], link["href"], d) for link, d in neighbours.values()],
+        )
+        site.render(
+            "record.html",
+            page,
+            title=str(record.data.get("name", key)),
+            record=record_view(record),
+            key=key,
+            type_title=record_type.title if record_type else record.type,
+            type_dir=record.dir,
+            status=str(record.data.get("status", "")),
+            confidence=record.data.get("confidence"),
+            updated=record.data.get("updated"),
+            notes=record.data.get("notes"),
+            unknown=record.unknown,
+            fields=fields,
+            costs=costs,
+            inputs=inputs,
+            hardware=hardware,
+            hardware_rows=rows,
+            claims=claims,
+            body=Markup(site.renderer.render(key)),
+            sources=sources,
+            outgoing=dict(sorted(outgoing.items())),
+            incoming=incoming,
+            graph=Markup(graph_svg),
+            cost_chart=Markup(self.charts.cost_chart(page, record, computed)),
+            roofline=Markup(self.charts.roofline_for(page, record_type, [key]) if record_type else ""),
+            parameter_chart=Markup(
+                self.charts.parameter_chart(page, record) if site.registry.has_role(record.type, "parameter") else ""
+            ),
+            calculator=site.calculator.model(key),
+            diagnostics=site.diagnostics_for(record),
+        )
+
+    def fields_view(
+        self, page: str, record: Record, record_type: RecordType, computed: RecordValues
+    ) -> list[dict[str, Any]]:
+        """The record's own fields in schema order: a value, links to the records it names, or its text."""
+        site, registry = self.site, self.site.registry
+        refs = defaultdict(list)
+        for ref in iter_references(record, record_type.plan, set(registry.dirs)):
+            if len(ref.path) <= 2 and ref.path[0] not in SECTIONS:
+                target, _ = site.index.resolve(ref.value)
+                refs[ref.path[0]].append(site.link(page, target.key) if target else {"href": None, "label": ref.value})
+        fields: list[dict[str, Any]] = []
+        for name in record_type.property_order:
+            if name in registry.envelope_fields or name in SECTIONS:
+                continue
+            value = computed.fields.get(name)
+            schema = record_type.schema.get("properties", {}).get(name, {})
+            if value is not None:
+                fields.append(
+                    {"name": name, "description": schema.get("description", ""), "value": site.value_view(page, value)}
+                )
+            elif name in refs:
+                fields.append({"name": name, "description": schema.get("description", ""), "links": refs[name]})
+            elif name in record.data:
+                raw = record.data[name]
+                url = (
+                    raw
+                    if schema.get("format") == "uri"
+                    and isinstance(raw, str)
+                    and safe_url(raw)
+                    and raw.startswith("http")
+                    else None
+                )
+                fields.append(
+                    {
+                        "name": name,
+                        "description": schema.get("description", ""),
+                        "url": url,
+                        "text": ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw),
+                    }
+                )
+        return fields
+
+    def hardware_view(self, page: str, computed: RecordValues) -> list[dict[str, Any]]:
+        """One table (and bar chart) per hardware parameter the record's costs read, a row per record."""
+        site = self.site
+        return [
+            {
+                "parameter": site.parameter_link(page, pid),
+                "rows": [{"link": site.link(page, k), "value": site.value_view(page, v)} for k, v in table.items()],
+                "chart": Markup(
+                    bar_chart(
+                        [
+                            Bar(
+                                self.corpus.records[k].data.get("name", k),
+                                float(v.quantity.magnitude),
+                                pid,
+                                relative(page, page_path(k)),
+                            )
+                            for k, v in table.items()
+                            if v is not None
+                        ],
+                        f"{next((v.quantity.units for v in table.values() if v), ''):~P}",
+                        pid,
+                        log=False,
+                    )
+                    if any(table.values())
+                    else ""
+                ),
+            }
+            for pid, table in computed.hardware.items()
+        ]
+
+    def outgoing(self, page: str, key: str) -> defaultdict[str, list[dict[str, str]]]:
+        """The records this one links to, grouped by the field the link stands in."""
+        outgoing: defaultdict[str, list[dict[str, str]]] = defaultdict(list)
+        if self.corpus.graph is not None and key in self.corpus.graph:
+            for _, target, data in self.corpus.graph.out_edges(key, data=True):
+                # each figure's own long-form source joins one group rather than one per field
+                field = "sources (per figure)" if data["field"].endswith(".source") else data["field"]
+                if target != key and self.site.link(page, target) not in outgoing[field]:
+                    outgoing[field].append(self.site.link(page, target))
+        return outgoing
+
+    def inputs_view(self, page: str, record: Record) -> list[dict[str, Any]]:
+        inputs = record.mapping("inputs")
+        out = []
+        for name, raw in inputs.items():
+            items = raw if isinstance(raw, list) else [raw]
+            links = []
+            for item in items:
+                target, _ = self.site.index.resolve(item) if isinstance(item, str) and "/" in item else (None, [])
+                if target:
+                    links.append(self.site.link(page, target.key))
+            out.append({"name": name, "links": links, "text": None if links else str(raw)})
+        return out
+
+    def costs_view(self, page: str, record: Record, computed: RecordValues) -> list[dict[str, Any]]:
+        """One entry per cost; a for_each cost with `beside: other` becomes a column of other's table, a
+        row it has no figure for shown as not given (a measured figure next to the nominal one)."""
+        specs = {n: s for n, s in record.mapping("costs").items() if isinstance(s, dict)}
+        views: dict[str, dict[str, Any]] = {}
+        for name, value in computed.costs.items():
+            spec = specs.get(name, {})
+            views[name] = {
+                "name": name,
+                "label": spec.get("label", ""),
+                "note": spec.get("note", ""),
+                "stated": _stated(record, name),
+                "value": self.site.value_view(page, value),
+                "columns": [],
+            }
+        for name, view in list(views.items()):
+            other = specs.get(name, {}).get("beside")
+            host = views.get(other) if isinstance(other, str) else None
+            if host is None or "rows" not in host["value"] or "rows" not in view["value"]:
+                continue
+            figures = {r["key"]: r["value"] for r in view["value"]["rows"]}
+            host["columns"].append(
+                {"name": name, "label": view["label"], "note": view["note"], "formula": view["value"]["formula"]}
+            )
+            for row in host["value"]["rows"]:
+                row.setdefault("beside", []).append(figures.get(row["key"]))
+            del views[name]
+        return list(views.values())
+
+
+def record_view(record: Record) -> dict[str, Any]:
+    """What a template sees of a record: its frontmatter and where it lives."""
+    return {
+        "key": record.key,
+        "id": record.id,
+        "type": record.type,
+        "dir": record.dir,
+        "path": record.path,
+        "data": record.data,
+    }
+
+
+def _stated(record: Record, name: str) -> str | None:
+    spec = (record.data.get("costs") or {}).get(name)
+    if isinstance(spec, dict) and "stated" in spec:
+        stated = spec["stated"]
+        return str(stated.get("value") if isinstance(stated, dict) else stated)
+    return None

@@ -1,0 +1,119 @@
+"""Incremental builds: a record page whose fingerprint matches the previous build's is linked, not rendered.
+
+The previous site keeps a manifest (page -> fingerprint of what it shows); a page is reused when its
+fingerprint now is the one the manifest holds and the old file is still there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from kbtools.check.compute.incremental import fingerprint
+from kbtools.site.context import SiteContext, page_path
+
+MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
+
+
+class PageReuse:
+    def __init__(self, site: SiteContext, previous: Path | None):
+        self.site, self.corpus, self.previous = site, site.corpus, previous
+        self.previous_manifest: dict[str, str] = {}
+        if previous is not None and (previous / MANIFEST).is_file():
+            try:
+                self.previous_manifest = json.loads((previous / MANIFEST).read_text())
+            except (OSError, ValueError):
+                self.previous_manifest = {}
+        self.manifest: dict[str, str] = {}  # this build's, written by write_manifest
+        self.value_prints: dict[str, str] = {}
+        self.neighbours: dict[str, set[str]] = defaultdict(set)
+        self.neighbours_out: dict[str, set[str]] = defaultdict(set)
+        for source, target, _, _ in self.corpus.edges or ():
+            self.neighbours[source].add(target)
+            self.neighbours[target].add(source)
+            self.neighbours_out[source].add(target)
+        cache = self.corpus.cache
+        self.global_key = f"{cache.key if cache else ''}:{site.theme.fingerprint()}:{site.index.fingerprint()}"
+
+    def reused(self, key: str) -> bool:
+        """Put the previous build's page of a record in place when it shows the same; note its fingerprint."""
+        page, fingerprint = page_path(key), self.fingerprint(key)
+        if fingerprint is None:
+            return False
+        self.manifest[page] = fingerprint
+        return self.reuse(page, fingerprint)
+
+    def write_manifest(self) -> None:
+        self.site.write(MANIFEST, json.dumps(self.manifest, separators=(",", ":")))
+
+    def fingerprint(self, key: str) -> str | None:
+        """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
+        the sources its values cite, what a link shows (name, id, type, status, URL, the fields that link
+        them); of every record its values read (transitively), the fingerprints of those values; the
+        records its calculator exports, whole; plus the theme, kb itself and the set of ids. None: render
+        it every time. So an edit to a neighbour's prose or to a figure this page does not show re-renders
+        nothing here."""
+        record = self.corpus.records[key]
+        cache = self.corpus.cache
+        if cache is None or self.site.registry.has_role(record.type, "parameter"):
+            return None  # parameter pages chart every record of a type: always rendered
+        read = cache.records_read(key)
+        shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self.global_key.encode())
+        h.update(f"{key}={record.digest};".encode())
+        for other in sorted(shown | set(read)):
+            h.update(f"{other}:{self.shown_of(key, other)};".encode())
+        for other, seen in sorted(read.items()):
+            h.update(f"{other}<{sorted(seen.items())};".encode())
+        for other in sorted(self.calculator_inputs(key)):  # the calculator exports their values
+            h.update(f"{other}:{self.shown_of(key, other)}={self.values_of(other)};".encode())
+        for d in self.site.errors_by_path.get(record.path, []):
+            h.update(d.model_dump_json().encode())
+        return h.hexdigest()
+
+    def values_of(self, key: str) -> str:
+        """Every value a record has, fingerprinted (what a calculator exports of it)."""
+        if key not in self.value_prints:
+            values = self.corpus.computed.get(key)
+            if values is None:
+                self.value_prints[key] = "-"
+            else:
+                named = sorted({**values.fields, **{f"costs.{n}": v for n, v in values.costs.items()}}.items())
+                self.value_prints[key] = repr([(name, fingerprint(v)) for name, v in named])
+        return self.value_prints[key]
+
+    def shown_of(self, page_key: str, key: str) -> str:
+        """What a page shows of another record: what its link shows, and the fields linking the two."""
+        record = self.corpus.records.get(key)
+        if record is None:
+            return "-"
+        data = record.data
+        shown = [data.get("name"), record.id, record.type, data.get("status"), data.get("url")]
+        graph = self.corpus.graph
+        if graph is not None:
+            for a, b in ((page_key, key), (key, page_key)):
+                if graph.has_edge(a, b):
+                    shown.append(sorted(str(e.get("field")) for e in graph.get_edge_data(a, b).values()))
+        return repr(shown)
+
+    def calculator_inputs(self, key: str) -> set[str]:
+        calculator = self.site.calculator
+        model = calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
+        return set(model["records"]) if model else set()
+
+    def reuse(self, page: str, fingerprint: str) -> bool:
+        old = self.previous / page if self.previous else None
+        if old is None or self.previous_manifest.get(page) != fingerprint or not old.is_file():
+            return False
+        target = self.site.out / page
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(old, target)  # the old site is deleted after the swap; the inode lives on here
+        except OSError:
+            shutil.copy2(old, target)
+        return True
