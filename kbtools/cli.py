@@ -224,6 +224,8 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         named = [_relative(p, settings) for p in args.paths]
         stale = stale_figures(corpus, "HEAD", [n for n in named if n])
     corpus = corpus.with_diagnostics(stale)
+    if corpus.cache is not None:
+        corpus.cache.close()  # a scoped run reads stored records until here
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
     if seen is not None:
         memo.keep(settings, seen, diagnostics, len(corpus.records))

@@ -431,6 +431,7 @@ class Cache:
         # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
         self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
         self._reader: sqlite3.Connection | None = None
+        self.saved = False  # this run wrote the store
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
         self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
@@ -617,12 +618,11 @@ class Cache:
             return
         for rel in [rel for rel in self.files if rel not in live_paths]:
             del self.files[rel]
-        if self._reader is not None and not self._in_wal_mode(self._reader):
-            for table in (self.files, self.compute):
-                table.connection = None  # what was not asked for stays as it is stored
-            self._reader.close()
-            self._reader = None
-        # In WAL mode the run's read transaction stays open past the save: a scoped run's corpus still
+        self.saved = False
+        scoped = self.index_update is not None and not self.index_update.whole
+        if not (scoped and self._reader is not None and self._in_wal_mode(self._reader)):
+            self.close()
+        # In a scoped run in WAL mode the read transaction stays open past the save: a scoped run's corpus still
         # decodes stored records from it (kb check's stale-figure pass comes after), and a WAL reader
         # never blocks a writer, this process's or another's.
         changed = (
@@ -639,6 +639,7 @@ class Cache:
                 return
             try:
                 self._write()
+                self.saved = True
             except (
                 sqlite3.DatabaseError
             ):  # not a database at all (a stray or planted file): kb's own cache, so start it anew
@@ -649,6 +650,24 @@ class Cache:
                 self._write()
         except (sqlite3.Error, OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
+
+    def close(self) -> None:
+        """End the run's read transaction (kb check calls it once its stale-figure pass is done)."""
+        if self._reader is not None:
+            for table in (self.files, self.compute):
+                table.connection = None  # what was not asked for stays as it is stored
+            self._reader.close()
+            self._reader = None
+            # a read-only connection closing last leaves the WAL files; a writer's close folds them in
+            if self.path.exists():
+                try:
+                    writer = sqlite3.connect(self.path, timeout=1)
+                    try:
+                        writer.execute("PRAGMA schema_version").fetchone()  # opens the file: its close folds the WAL
+                    finally:
+                        writer.close()
+                except sqlite3.Error:
+                    pass
 
     @staticmethod
     def _in_wal_mode(connection: sqlite3.Connection) -> bool:
