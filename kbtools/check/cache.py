@@ -431,7 +431,6 @@ class Cache:
         # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
         self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
         self._reader: sqlite3.Connection | None = None
-        self.saved = False  # this run wrote the store
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
         self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
@@ -618,7 +617,6 @@ class Cache:
             return
         for rel in [rel for rel in self.files if rel not in live_paths]:
             del self.files[rel]
-        self.saved = False
         scoped = self.index_update is not None and not self.index_update.whole
         if not (scoped and self._reader is not None and self._in_wal_mode(self._reader)):
             self.close()
@@ -639,7 +637,6 @@ class Cache:
                 return
             try:
                 self._write()
-                self.saved = True
             except (
                 sqlite3.DatabaseError
             ):  # not a database at all (a stray or planted file): kb's own cache, so start it anew

@@ -39,6 +39,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
         try:
             corpus = _scoped_run(settings, registry, cache)
         except StoreFailed:  # the store could not answer: the whole run, from a store read afresh
+            cache.close()
             cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings)
             corpus = None
     if corpus is None:
