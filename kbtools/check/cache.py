@@ -549,19 +549,18 @@ class Cache:
                 out.pop(reader, None)
         return out
 
-    def records_read(self, reader: str) -> dict[str, dict[str, str]]:
-        """What `reader` read of other records when its values were last computed: record -> {value: fp}."""
-        if reader in self.new_reads:
-            return self.new_reads[reader]
-        out: dict[str, dict[str, str]] = {}
+    def all_records_read(self) -> dict[str, dict[str, dict[str, str]]]:
+        """records_read of every reader, in one pass over the table (a site build asks for every page)."""
+        out: dict[str, dict[str, dict[str, str]]] = {}
         if self.trusted and self._reader is not None:
             try:
-                rows = self._reader.execute("SELECT dep, body FROM reads WHERE reader = ?", (reader,)).fetchall()
+                rows = self._reader.execute("SELECT reader, dep, body FROM reads").fetchall()
             except sqlite3.Error:
                 rows = []
-            for dep, body in rows:
+            for reader, dep, body in rows:
                 seen = self._read_row(body)
-                out[dep] = seen if seen is not None else {"": ""}
+                out.setdefault(reader, {})[dep] = seen if seen is not None else {"": ""}
+        out.update(self.new_reads)
         return out
 
     def set_reads(self, reader: str, reads: dict[str, dict[str, str]]) -> None:

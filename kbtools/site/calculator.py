@@ -20,11 +20,26 @@ from kbtools.lang.units import QuantityError, parse_quantity_text, parse_unit
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
 
+_BASE: dict[Any, tuple[float, dict[str, Any]]] = {}  # a unit -> its factor to base units, and its dimensions
+
+
 def base(quantity: Any) -> dict[str, Any]:
-    """A quantity as {m: magnitude in base units, d: {dimension: exponent}}."""
-    reduced = quantity.to_base_units()
-    dims = {name.strip("[]"): power for name, power in reduced.dimensionality.items() if power}
-    return {"m": float(reduced.magnitude), "d": dims}
+    """A quantity as {m: magnitude in base units, d: {dimension: exponent}}. pint converts by a factor per
+    unit (for units without an offset), so the factor and dimensions are found once per distinct unit: a
+    site exports thousands of values in a few dozen units."""
+    if not quantity._is_multiplicative:
+        reduced = quantity.to_base_units()
+        return {"m": float(reduced.magnitude), "d": _dims(reduced)}
+    known = _BASE.get(quantity._units)
+    if known is None:
+        one = quantity.__class__(1.0, quantity._units).to_base_units()
+        known = _BASE[quantity._units] = (float(one.magnitude), _dims(one))
+    factor, dims = known
+    return {"m": float(quantity.magnitude) * factor, "d": dict(dims)}
+
+
+def _dims(reduced: Any) -> dict[str, Any]:
+    return {name.strip("[]"): power for name, power in reduced.dimensionality.items() if power}
 
 
 def tree(node: ast.AST) -> Any:
@@ -65,6 +80,7 @@ class CalculatorExporter:
         self.corpus = corpus
         self.index = index
         self.exports: dict[str, Any] = {}
+        self.models: dict[str, dict[str, Any] | None] = {}
         self.by_type: dict[str, list[str]] = {}
         for key, record in sorted(corpus.records.items(), key=lambda kv: str(kv[1].data.get("name", kv[0]))):
             self.by_type.setdefault(record.type or "", []).append(key)
@@ -75,7 +91,11 @@ class CalculatorExporter:
         }
 
     def model(self, key: str) -> dict[str, Any] | None:
-        return calculator_model(self.corpus, key, self)
+        """A record's calculator model, made once a build: its page shows it and its fingerprint lists the
+        records it exports (reuse.PageReuse)."""
+        if key not in self.models:
+            self.models[key] = calculator_model(self.corpus, key, self)
+        return self.models[key]
 
 
 def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> dict[str, Any] | None:

@@ -190,3 +190,25 @@ def assert_inside(path: Path, directory: Path) -> None:
     resolved = Path(os.path.normpath(path))
     if not inside(resolved, Path(os.path.normpath(directory))):
         raise OutputError(f"refusing to write {path}: it is outside the site directory {directory}")
+
+
+def link_or_copy(old: str | Path, target: str | Path) -> None:
+    """A file of the previous site into the new one: a hard link (the old site is deleted after the swap and
+    the inode lives on here), or a copy where the file system has none."""
+    try:
+        os.link(old, target)
+    except OSError:
+        shutil.copy2(old, target)
+
+
+def replace_part(out: Path, name: str, new: Path) -> None:
+    """Put the directory `new` in place of `out/name` (the search index, indexed after the pages were
+    published), and list its files in the site's manifest. The caller holds the build lock."""
+    target = out / name
+    if target.is_dir() and not target.is_symlink() and _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # the previous index, under the new one's name
+    else:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(new, target)
+    write_manifest(out)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from collections import defaultdict
 from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
 from kbtools.site.context import SiteContext, page_path
+from kbtools.site.publish import link_or_copy
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 
@@ -37,6 +36,7 @@ class PageReuse:
             self.neighbours[target].add(source)
             self.neighbours_out[source].add(target)
         cache = self.corpus.cache
+        self.reads = cache.all_records_read() if cache is not None else {}  # page -> what its values read
         self.global_key = f"{cache.key if cache else ''}:{site.theme.fingerprint()}:{site.index.fingerprint()}"
 
     def reused(self, key: str) -> bool:
@@ -61,7 +61,7 @@ class PageReuse:
         cache = self.corpus.cache
         if cache is None or self.site.registry.has_role(record.type, "parameter"):
             return None  # parameter pages chart every record of a type: always rendered
-        read = cache.records_read(key)
+        read = self.reads.get(key, {})
         shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
         h = hashlib.blake2b(digest_size=16)
         h.update(self.global_key.encode())
@@ -112,8 +112,5 @@ class PageReuse:
             return False
         target = self.site.out / page
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(old, target)  # the old site is deleted after the swap; the inode lives on here
-        except OSError:
-            shutil.copy2(old, target)
+        link_or_copy(old, target)
         return True

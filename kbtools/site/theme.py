@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from jinja2 import BaseLoader, Environment, TemplateError, TemplateNotFound, select_autoescape
+from jinja2 import BaseLoader, BytecodeCache, Environment, TemplateError, TemplateNotFound, select_autoescape
+from jinja2.bccache import Bucket
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
@@ -149,6 +150,7 @@ class Theme:
             autoescape=select_autoescape(default=True),
             trim_blocks=True,
             lstrip_blocks=True,
+            bytecode_cache=COMPILED,
         )
 
     def copy_static(self, out: Path) -> None:
@@ -191,6 +193,26 @@ class Theme:
         else:
             what = f"the template failed: {type(exc).__name__}: {exc}"
         return ThemeError(f"{where}:{line}: {one_line(what)}" if line else f"{where}: {one_line(what)}")
+
+
+class CompiledTemplates(BytecodeCache):
+    """Templates compiled earlier in this process (a `kb serve` builds again on every save): Jinja keys each
+    by its name and file and checks the source's checksum before using it, so an edited template compiles
+    afresh. Kept in memory only: nothing compiled is ever read from disk."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self.compiled.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+COMPILED = CompiledTemplates()
 
 
 class ThemeLoader(BaseLoader):

@@ -27,8 +27,17 @@ def resolution_key(target: Record | None, candidates: list[Record]) -> Any:
     return target.key if target is not None else tuple(sorted(c.key for c in candidates))
 
 
+_UNIT_TEXT: dict[Any, str] = {}  # pint formats a unit in tens of microseconds, and a run fingerprints ~10 per value
+
+
 def _quantity(q: Any) -> str | None:
-    return None if q is None else f"{q.magnitude!r} {q.units}"
+    if q is None:
+        return None
+    units = q._units  # pint's hashable container of unit names and exponents, one per distinct unit
+    text = _UNIT_TEXT.get(units)
+    if text is None:
+        text = _UNIT_TEXT[units] = str(q.units)
+    return f"{q.magnitude!r} {text}"
 
 
 def fingerprint(value: Any) -> str:
