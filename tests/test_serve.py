@@ -79,7 +79,8 @@ def test_an_edited_record_changes_the_open_page(served):
         server.wait_for(r"records/devices/example-card\.md:15:1: error KB500 rack_power", after=seen)
         watch.page.wait_for_selector("text=kb check found problems in this record", timeout=30_000)
 
-        # search: the index is built and served
+        # search: the index follows the pages, built beside the server, and is served
+        server.wait_for(r"search index updated \(version 3\)", after=seen)
         watch.page.goto(server.url + "index.html")
         watch.page.fill("form.search input", "Renamed card")
         watch.page.wait_for_selector("form.search .search-results a", timeout=30_000)

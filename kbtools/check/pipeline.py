@@ -22,7 +22,7 @@ from kbtools.check.similar import find_similar
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import CODES, Diagnostic
-from kbtools.registry import load_registry
+from kbtools.registry import TypeRegistry, load_registry
 
 STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
 
@@ -30,12 +30,15 @@ STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_cons
 def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False) -> Corpus:
     """Run every stage. With use_cache, unchanged files reuse earlier results (the cache in kb's state
     directory, outside the repository); complete=False also lets compute reuse cached diagnostics, so values
-    exist only for what changed -- enough for `kb check`, not for the site. scoped (kb check's findings
-    only) lets a run after a few edits judge again only what they can change (kbtools.check.scope)."""
+    exist only for what changed -- enough for `kb check`, not for the site. scoped lets a run after a few
+    edits judge again only what they can change (kbtools.check.scope): its findings are whole, its records
+    and values only what it read and computed again (`scope` is set on such a corpus, and
+    kbtools.check.live merges it into the corpus it holds). A run that cannot be scoped is whole, and
+    complete as asked."""
     cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
-    registry = load_registry(settings.schema_path, settings.root, trusted=bool(cache and cache.trusted))
+    registry = _registry(settings, cache)
     corpus = None
-    if cache is not None and scoped and not complete:
+    if cache is not None and scoped:
         try:
             corpus = _scoped_run(settings, registry, cache)
         except StoreFailed:  # the store could not answer: the whole run, from a store read afresh
@@ -55,6 +58,23 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     return replace(corpus, diagnostics=tuple(diagnostics))
+
+
+_LOADED: dict[tuple[str, str, bool, str], TypeRegistry] = {}  # the last registry this process loaded
+
+
+def _registry(settings: Settings, cache: Cache | None) -> TypeRegistry:
+    """The schema directory's types. A long-lived process (kb serve) checks again after every save, so the
+    registry it loaded last is used again while the store's key, which hashes every schema file and kb's
+    own code, is the same: a schema edit loads it afresh."""
+    trusted = bool(cache and cache.trusted)
+    if cache is None or not cache.key:
+        return load_registry(settings.schema_path, settings.root, trusted=trusted)
+    memo = (str(settings.schema_path), str(settings.root), trusted, cache.key)
+    if memo not in _LOADED:
+        _LOADED.clear()
+        _LOADED[memo] = load_registry(settings.schema_path, settings.root, trusted=trusted)
+    return _LOADED[memo]
 
 
 def _stages(corpus: Corpus) -> tuple[Corpus, dict[str, list[Diagnostic]]]:

@@ -21,7 +21,7 @@ from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext
 from kbtools.site.graph import GraphPage
 from kbtools.site.home import HomePage
-from kbtools.site.publish import check_output, new_staging, remove_debris, swap_in
+from kbtools.site.publish import check_output, link_or_copy, new_staging, remove_debris, swap_in
 from kbtools.site.record_page import RecordPage
 from kbtools.site.reuse import PageReuse
 from kbtools.site.type_index import TypeIndexPage
@@ -53,11 +53,19 @@ class SiteBuilder:
         return len(corpus.records)
 
 
+SEARCH_DIR = "pagefind"  # the search index, inside the site
+
+
+def pagefind_command(site: Path, output: Path) -> list[str]:
+    """Pagefind indexing the pages of `site` into the directory `output`."""
+    return [sys.executable, "-m", "pagefind", "--site", str(site), "--output-path", str(output)]
+
+
 def run_pagefind(out: Path) -> str | None:
     """Index the built pages for search; returns a warning text when it cannot."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pagefind", "--site", str(out), "--output-subdir", "pagefind"],
+            pagefind_command(out, out / SEARCH_DIR),
             capture_output=True,
             text=True,
             timeout=600,
@@ -69,10 +77,12 @@ def run_pagefind(out: Path) -> str | None:
     return None
 
 
-def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str | None]:
+def build_site(corpus: Corpus, out: Path, search: bool = True, keep_search: bool = False) -> tuple[int, str | None]:
     """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
     OutputError when `out` is a place kb must not replace (see publish.check_output); ThemeError (one)
-    when the theme cannot make it. The warning names the theme files left out and a search index not built."""
+    when the theme cannot make it. The warning names the theme files left out and a search index not built.
+    keep_search (without search) carries the previous site's search index over, for `kb serve` to replace
+    once it has indexed the new pages."""
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
@@ -85,6 +95,8 @@ def build_site(corpus: Corpus, out: Path, search: bool = True) -> tuple[int, str
             warnings = list(builder.theme.problems)
             if search:
                 warnings.append(run_pagefind(staging) or "")
+            elif keep_search and (resolved / SEARCH_DIR).is_dir():
+                shutil.copytree(resolved / SEARCH_DIR, staging / SEARCH_DIR, copy_function=link_or_copy)
             swap_in(staging, resolved)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -2,10 +2,12 @@
 changes, and the open page reloaded.
 
 A build here is `kb build --force` (errors are shown on the pages they concern, and printed in the
-terminal) and incremental: a warm check and only the pages whose inputs changed. Files are watched
-with watchfiles (the operating system's change notifications). A page learns of a new build by asking
-/__kb/version once a second, from a script the server adds to every HTML page it sends: the pages
-on disk are exactly what `kb build` writes.
+terminal) and incremental: the process keeps the checked corpus (kbtools.check.live), a save re-checks
+the files it changed and what they can change, and only the pages whose inputs changed are rendered. The
+search index is rebuilt beside the server once the pages are out (SearchIndex). Files are watched
+with watchfiles (the operating system's change notifications). A page learns of a new build from a script
+the server adds to every HTML page it sends, by asking /__kb/version, which answers as soon as the version
+changes (a long poll): the pages on disk are exactly what `kb build` writes.
 
 The server holds drafts, so it answers only requests addressed to it: a Host header naming this
 machine by a loopback name or an IP address, at the port it listens on. A web page that points its own
@@ -21,6 +23,8 @@ import http.server
 import ipaddress
 import json
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import urllib.parse
@@ -35,46 +39,68 @@ RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebui
   let seen = null;
   async function poll() {
     try {
-      const response = await fetch("/__kb/version", {cache: "no-store"});
+      // the server answers when the version is not `seen` any more, or after a while with the same one
+      const response = await fetch("/__kb/version" + (seen === null ? "" : "?seen=" + seen), {cache: "no-store"});
       const {version} = await response.json();
       if (seen !== null && version !== seen) { location.reload(); return; }
       seen = version;
-    } catch (e) { /* the server is rebuilding or gone: ask again */ }
-    setTimeout(poll, 1000);
+      setTimeout(poll, 0);
+    } catch (e) { setTimeout(poll, 1000); }  // the server is restarting or gone: ask again
   }
   poll();
 })();
 """
+WAIT_FOR_VERSION = 25.0  # seconds a page's question waits for a new version before it is answered as it is
 
 
 class Site:
-    """The built site and its version: what the handler serves and the watcher replaces."""
+    """The built site and its version: what the handler serves and the watcher replaces. The checked corpus
+    stays in memory between builds (kbtools.check.live), so a save re-checks what it can change and
+    re-renders the pages that show it; the search index follows in the background (SearchIndex)."""
 
     def __init__(self, settings: Settings, out: Path, search: bool, report: Callable[[str], None]):
+        from kbtools.check.live import LiveCorpus
+
         self.settings, self.out, self.search, self.report = settings, out, search, report
+        self.live = LiveCorpus(settings)
         self.version = 0
         self.lock = threading.Lock()
+        self.published = threading.Condition()  # notified when a new version is out
 
-    def rebuild(self) -> None:
-        from kbtools.check.pipeline import check_corpus
+    def rebuild(self) -> bool:
+        """Check and build; True when a new site was published."""
         from kbtools.diagnostics import Diagnostic
         from kbtools.outputs.report import format_text, summarize
         from kbtools.outputs.targets import OutputError
         from kbtools.site.build import build_site
 
         with self.lock:
-            corpus = check_corpus(self.settings, use_cache=True, complete=True)
+            corpus = self.live.refresh()
             shown = sorted(corpus.diagnostics, key=Diagnostic.sort_key)
             self.report(format_text(shown, summarize(shown, len(corpus.records))).rstrip("\n"))
             try:
-                pages, warning = build_site(corpus, self.out, search=self.search)
+                pages, warning = build_site(corpus, self.out, search=False, keep_search=self.search)
             except OutputError as exc:
                 self.report(f"kb serve: {exc}")
-                return
+                return False
+            finally:
+                if corpus.cache is not None:
+                    corpus.cache.close()  # the store is read again at the next save, by then maybe by another kb
             if warning:
                 self.report(f"kb serve: warning: {warning}")
-            self.version += 1
+            with self.published:
+                self.version += 1
+                self.published.notify_all()
             self.report(f"built {pages} record pages (version {self.version})")
+            return True
+
+    def version_after(self, seen: int | None) -> int:
+        """The site's version, once it is not `seen` (or after WAIT_FOR_VERSION): a page learns of a new
+        build as soon as it is out, not at its next poll."""
+        with self.published:
+            if seen is not None:
+                self.published.wait_for(lambda: self.version != seen, timeout=WAIT_FOR_VERSION)
+            return self.version
 
     def watched(self) -> list[Path]:
         from kbtools.config import FILES
@@ -170,9 +196,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 (the base class's name)
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         if path == "/__kb/version":
-            self._send(json.dumps({"version": self.site.version}).encode(), "application/json")
+            seen = urllib.parse.parse_qs(query).get("seen", [""])[0]
+            version = self.site.version_after(int(seen) if seen.isdigit() and len(seen) < 12 else None)
+            self._send(json.dumps({"version": version}).encode(), "application/json")
         elif path == "/__kb/reload.js":
             self._send(RELOAD_SCRIPT.encode(), "text/javascript")
         elif path.endswith((".html", "/")) and self._page(path):
@@ -231,6 +259,65 @@ def make_server(site: Site, out: Path, host: str, port: int) -> DevServer:
     return server
 
 
+class SearchIndex:
+    """Pagefind over the published site, in its own process beside the server: a page shows an edit as soon
+    as its pages are built, and the search index (pagefind reads every page, seconds at 10,000 records)
+    follows. A save while it runs stops it, and the next build starts it again. The new index replaces the
+    old one under the build lock, so a `kb build` into the same directory never sees half of it."""
+
+    def __init__(self, out: Path, report: Callable[[str], None]):
+        self.out, self.report = out.resolve(), report
+        self.proc: subprocess.Popen | None = None
+        self.staging: Path | None = None
+        self.version = 0
+
+    def start(self, version: int) -> None:
+        from kbtools.site.build import SEARCH_DIR, pagefind_command
+        from kbtools.site.publish import new_staging
+
+        self.cancel()
+        self.staging, self.version = new_staging(self.out), version
+        try:
+            self.proc = subprocess.Popen(
+                pagefind_command(self.out, self.staging / SEARCH_DIR),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        except OSError as exc:
+            self.report(f"kb serve: warning: search index not built: {exc}")
+            self._clear()
+
+    def cancel(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+        self._clear()
+
+    def poll(self) -> None:
+        """When pagefind has finished: its index in place of the old one, or a warning."""
+        from kbtools.outputs.targets import build_lock
+        from kbtools.site.build import SEARCH_DIR
+        from kbtools.site.publish import replace_part
+
+        if self.proc is None or self.proc.poll() is None or self.staging is None:
+            return
+        _, errors = self.proc.communicate()
+        if self.proc.returncode != 0:
+            last = (errors.strip().splitlines() or ["pagefind failed"])[-1]
+            self.report(f"kb serve: warning: search index not built: {one_line(last)}")
+        else:
+            with build_lock(self.out):
+                replace_part(self.out, SEARCH_DIR, self.staging / SEARCH_DIR)
+            self.report(f"search index updated (version {self.version})")
+        self._clear()
+
+    def _clear(self) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+        self.proc, self.staging = None, None
+
+
 def serve(settings: Settings, out: Path, host: str, port: int, search: bool = True) -> None:
     from watchfiles import watch
 
@@ -238,25 +325,33 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
         print(text, flush=True)
 
     site = Site(settings, out, search, report)
-    site.rebuild()
-    server = make_server(site, out, host, port)
+    index = SearchIndex(out, report)
+    server = make_server(site, out, host, port)  # first: a port in use is said before any work
+    if site.rebuild() and search:
+        index.start(site.version)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     print(f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     stop = threading.Event()
     try:
-        for changes in watch(*site.watched(), stop_event=stop, debounce=300, step=100):
+        for changes in watch(
+            *site.watched(), stop_event=stop, debounce=300, step=100, rust_timeout=200, yield_on_timeout=True
+        ):
+            index.poll()
             touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
             if touched:
+                index.cancel()
                 shown = ", ".join(str(p.relative_to(settings.root)) for p in touched[:3])
                 report(f"changed: {shown}{' …' if len(touched) > 3 else ''}; rebuilding")
                 try:
-                    site.rebuild()
+                    if site.rebuild() and search:
+                        index.start(site.version)
                 except Exception as exc:  # a bad edit must not stop the server: say so, serve the last site
                     report(f"kb serve: the rebuild failed ({type(exc).__name__}: {exc}); serving the last site")
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
+        index.cancel()
         server.shutdown()
         print("kb serve: stopped", file=sys.stderr, flush=True)

@@ -36,6 +36,7 @@ def recompute_costs(corpus: Corpus) -> Corpus:
             diagnostics = with_kept_diagnostics(corpus, cache, diagnostics, only)
         keep_for_next_run(corpus, cache, computer, only, reuse)
     unique = list(dict.fromkeys(diagnostics))
-    if not corpus.complete:
+    if not corpus.complete and corpus.scope is None:
         computed = {}  # kb check keeps diagnostics only: the values would be most of its memory
+    # a scoped run keeps the few it computed: a long-lived process (kbtools.check.live) puts them in place
     return corpus.with_diagnostics(unique, computed=MappingProxyType(computed))

@@ -1,0 +1,82 @@
+"""`kb serve` keeps the checked corpus in memory and refreshes it after each save (kbtools.check.live): what it
+reports and the site it builds must be what a cold run gives, after any edit."""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from test_incremental import add_chain, edit, generate
+
+from kbtools.check.live import LiveCorpus
+from kbtools.check.pipeline import check_corpus
+from kbtools.corpus import Corpus, Settings
+from kbtools.site.build import build_site
+from kbtools.site.reuse import MANIFEST
+
+
+def findings(corpus: Corpus) -> list[tuple]:
+    return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
+
+
+def published(corpus: Corpus, out: Path) -> dict[str, bytes]:
+    """Build the site (kb build --force --no-search) and read it back, but for the page-reuse manifest (its
+    fingerprints are empty without a cache)."""
+    try:
+        build_site(corpus, out, search=False)
+    finally:
+        if corpus.cache is not None:
+            corpus.cache.close()
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != MANIFEST}
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_a_corpus_refreshed_after_each_edit_reports_and_builds_what_a_cold_run_does(tmp_path, seed):
+    root, site, cold_site = tmp_path / "kb", tmp_path / "site", tmp_path / "cold"
+    generate(root, 80, seed=seed, defects=0.1)
+    add_chain(root)
+    live = LiveCorpus(Settings(root=root))
+    published(live.refresh(), site)
+    rng = random.Random(seed)
+    scoped = 0
+    for step in range(14):
+        what = edit(root, rng)
+        corpus = live.refresh()
+        scoped += live.last_was_scoped
+        cold = check_corpus(Settings(root=root), use_cache=False)
+        assert findings(corpus) == findings(cold), f"step {step}: {what}"
+        served = published(corpus, site)
+        shutil.rmtree(cold_site, ignore_errors=True)
+        built = published(cold, cold_site)
+        assert served.keys() == built.keys(), f"step {step}: {what}"
+        assert [page for page in built if served[page] != built[page]] == [], f"step {step}: {what}"
+    assert scoped >= 5  # most edits were merged into the corpus held, not checked whole
+
+
+def test_a_store_another_kb_wrote_meanwhile_costs_a_whole_run_never_a_stale_page(tmp_path):
+    """An edit checked by `kb check` in a terminal before the server saw it: the store no longer describes
+    the corpus the server holds, so the server checks whole rather than keep the record's old values."""
+    root = tmp_path / "kb"
+    generate(root, 40, seed=3, defects=0.0)
+    add_chain(root)
+    live = LiveCorpus(Settings(root=root))
+    held = live.refresh()
+    figure = re.compile(r"(?m)^(\w+: )(\d+(?:\.\d+)?) (GB/s|TFLOP/s)$")
+    path = next(p for p in sorted((root / "records").rglob("*.md")) if figure.search(p.read_text()))
+    path.write_text(figure.sub(lambda m: f"{m[1]}{float(m[2]) * 2:g} {m[3]}", path.read_text(), count=1))
+    other = check_corpus(Settings(root=root), use_cache=True, complete=False, scoped=True)  # the terminal's kb check
+    other.cache.close()
+    corpus = live.refresh()
+    assert not live.last_was_scoped
+    cold = check_corpus(Settings(root=root), use_cache=False)
+    assert findings(corpus) == findings(cold)
+    key = next(k for k, r in corpus.records.items() if r.path == path.relative_to(root).as_posix())
+    assert corpus.records[key].digest == cold.records[key].digest
+    assert corpus.values(key).fields.keys() == cold.values(key).fields.keys()
+    assert corpus.values(key).fields != held.values(key).fields  # the edit changed a figure it computes
+    assert [str(v.quantity) for v in corpus.values(key).fields.values()] == [
+        str(v.quantity) for v in cold.values(key).fields.values()
+    ]
