@@ -249,7 +249,27 @@ def format_number(value: float, significant: int = 4) -> str:
     return f"{value:.{significant}g}"
 
 
+_SHOWN: dict[tuple[Any, ...], str] = {}  # (magnitude, unit, unit shown in, digits) -> text: a site shows the same
+# figures on many pages, and pint's conversion and formatting are most of what showing one costs
+_SHOWN_MAX = 200_000
+
+
 def format_quantity(quantity: pint.Quantity, unit: str | None = None, significant: int = 4) -> str:
+    magnitude = quantity.magnitude
+    key = (type(magnitude), magnitude, quantity._units, unit, significant)
+    try:
+        return _SHOWN[key]
+    except KeyError:
+        pass
+    except TypeError:  # a magnitude that cannot be a key: shown without the memo
+        return _format_quantity(quantity, unit, significant)
+    if len(_SHOWN) >= _SHOWN_MAX:
+        _SHOWN.clear()
+    text = _SHOWN[key] = _format_quantity(quantity, unit, significant)
+    return text
+
+
+def _format_quantity(quantity: pint.Quantity, unit: str | None, significant: int) -> str:
     if unit:
         quantity = quantity.to(parse_unit(unit))
         unit_text = "" if unit.strip() in ("1", "dimensionless") else unit
