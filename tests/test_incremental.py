@@ -271,20 +271,15 @@ def test_named_file_check_reports_what_a_full_check_reports_for_it(tmp_path):
 
 
 def build(root, out, fresh: bool):
+    """`kb build --force --no-search`, in this process (what is tested is the build, not a process boundary)."""
     import shutil
-    import subprocess
 
-    from conftest import KB_SCRIPT
+    from kbtools.cli import main
 
     if fresh:
         shutil.rmtree(kb_store(root).parent, ignore_errors=True)  # kb's state: the cache and the run memo
         shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.run(
-        [KB_SCRIPT, "--root", str(root), "build", "--force", "--no-search", "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    assert main(["--root", str(root), "build", "--force", "--no-search", "--out", str(out)]) == 0
     return {
         p.relative_to(out).as_posix(): p.read_bytes()
         for p in out.rglob("*")
