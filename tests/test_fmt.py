@@ -1,9 +1,9 @@
 """kb fmt: canonical order and style, comments/unknown keys/body kept, idempotent, atomic."""
 
+import os
 import signal
 import subprocess
 import sys
-import time
 
 from conftest import KB_SCRIPT, REPO
 
@@ -84,20 +84,20 @@ def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     from kbtools.check.load import parse_record_bytes
 
     root = tmp_path / "kb"
-    generate(root, 3000, seed=5)
+    generate(root, 1500, seed=5)
     originals = {p: p.read_bytes() for p in (root / "records").rglob("*.md")}
     proc = subprocess.Popen(
-        [KB_SCRIPT, "--root", str(root), "fmt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [KB_SCRIPT, "--root", str(root), "fmt"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # each file's line as it is written
     )
-    deadline = time.monotonic() + 120
-    changed = 0
-    while time.monotonic() < deadline and proc.poll() is None:  # kill it once it has rewritten some files, not all
-        time.sleep(0.2)
-        changed = sum(path.read_bytes() != original for path, original in originals.items())
-        if changed:
-            break
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # kb fmt says so once it has rewritten a file: killed then, mid-run
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert "reformatted" in first, first
     changed = sum(path.read_bytes() != original for path, original in originals.items())
     assert 0 < changed < len(originals), f"{changed} of {len(originals)} changed: not killed mid-run"
     for path, original in originals.items():
