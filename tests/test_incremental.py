@@ -232,9 +232,16 @@ def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_p
     add_chain(root)
     rng = random.Random(12)
 
-    def full_output() -> str:
-        proc = subprocess.run([KB_SCRIPT, "--root", str(root), "check", "--no-cache"], capture_output=True, text=True)
-        return proc.stdout
+    def full_output() -> str:  # kb check --no-cache, in this process: the two at once are the processes tested
+        import contextlib
+        import io
+
+        from kbtools.cli import main
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            main(["--root", str(root), "check", "--no-cache"])
+        return printed.getvalue()
 
     for step in range(6):
         what = edit(root, rng)

@@ -113,7 +113,8 @@ def test_every_answer_from_the_memo_is_the_cold_answer_over_random_edits(kb, see
             kb.write("kb.toml", f'title = "Run {step}"\n[severity]\nKB306 = "{rng.choice(["error", "off"])}"\n')
         age(kb.root)
         warm = kb.check()  # a fresh fingerprint: an answer from the memo only if nothing changed
-        assert (warm.exit_code, warm.out) == (cold(kb).exit_code, cold(kb).out), (step, action)
+        fresh = cold(kb)
+        assert (warm.exit_code, warm.out) == (fresh.exit_code, fresh.out), (step, action)
         import kbtools.check.memo as memo
 
         assert memo.recall(_settings(kb), memo.fingerprint(_settings(kb))) is not None  # the memo holds it

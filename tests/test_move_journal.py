@@ -47,6 +47,18 @@ def kb(root: Path, env: dict[str, str], *args: str, **extra: str) -> subprocess.
     )
 
 
+def kb_here(root: Path, env: dict[str, str], monkeypatch, capsys, *args: str) -> subprocess.CompletedProcess:
+    """The next command after a killed kb mv, in this process: what is tested is how it treats the journal,
+    not how it starts."""
+    from kbtools.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])
+    capsys.readouterr()
+    code = main(["--root", str(root), *args])
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+
+
 def tree(root: Path) -> dict[str, str]:
     """Every file under records/, hidden temporaries included -> its digest."""
     return {
@@ -66,7 +78,9 @@ def corpora(tmp_path, env):
     return tree(before), tree(after)
 
 
-def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_command(tmp_path, env, corpora):
+def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_command(
+    tmp_path, env, corpora, monkeypatch, capsys
+):
     old, new = corpora
     seen = set()
     for step in range(1, 100):
@@ -75,7 +89,7 @@ def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_co
         if killed.returncode == 0:
             break
         assert killed.returncode == 137, killed.stderr
-        check = kb(root, env, "check")
+        check = kb_here(root, env, monkeypatch, capsys, "check")
         assert "Traceback" not in check.stderr
         assert check.returncode == 0, (step, check.stdout, check.stderr)
         after = tree(root)
@@ -87,7 +101,7 @@ def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_co
     assert seen == {"old", "new"}
 
 
-def test_an_edit_saved_at_any_step_is_kept(tmp_path, env):
+def test_an_edit_saved_at_any_step_is_kept(tmp_path, env, monkeypatch, capsys):
     """Killed at each step, then a record kb rewrites is saved by an editor: the next command finishes or
     undoes the move around it, and the edit is in the file either way."""
     for step in range(1, 100):
@@ -97,7 +111,7 @@ def test_an_edit_saved_at_any_step_is_kept(tmp_path, env):
             break
         edited = root / "records" / "engines" / "eng-b.md"
         edited.write_text(edited.read_text() + "A line the user saved.\n")
-        check = kb(root, env, "check")
+        check = kb_here(root, env, monkeypatch, capsys, "check")
         assert "Traceback" not in check.stderr
         assert "A line the user saved." in edited.read_text(), step
         assert check.returncode == 0, (step, check.stdout, check.stderr)

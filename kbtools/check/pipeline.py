@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from kbtools.check.cache import Cache
+from kbtools.check.cache import Cache, schema_key
 from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import check_constraints
 from kbtools.check.debris import find_debris
@@ -66,11 +66,12 @@ _LOADED: dict[tuple[str, str, bool, str], TypeRegistry] = {}  # the last registr
 def _registry(settings: Settings, cache: Cache | None) -> TypeRegistry:
     """The schema directory's types. A long-lived process (kb serve) checks again after every save, so the
     registry it loaded last is used again while the store's key, which hashes every schema file and kb's
-    own code, is the same: a schema edit loads it afresh."""
+    own code, is the same (without a store, the same hash): a schema edit loads it afresh."""
     trusted = bool(cache and cache.trusted)
-    if cache is None or not cache.key:
+    key = cache.key if cache is not None else schema_key(settings.schema_path) if settings.schema_path.is_dir() else ""
+    if not key:
         return load_registry(settings.schema_path, settings.root, trusted=trusted)
-    memo = (str(settings.schema_path), str(settings.root), trusted, cache.key)
+    memo = (str(settings.schema_path), str(settings.root), trusted, key)
     if memo not in _LOADED:
         _LOADED.clear()
         _LOADED[memo] = load_registry(settings.schema_path, settings.root, trusted=trusted)
