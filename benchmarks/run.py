@@ -198,7 +198,7 @@ def bench(
             )
         )
     if size <= peers_max:
-        fm = work / f"fm-{size}"
+        fm = work / f"fm-{corpus}-{size}"
         frontmatters(root, fm)
         script = check_jsonschema_script(root, fm)
         t, p = repeat(slow_runs, ["bash", str(script)])
@@ -211,7 +211,7 @@ def bench(
                 "one process per record type",
             )
         )
-        site = work / f"hugo-{size}"
+        site = work / f"hugo-{corpus}-{size}"
         hugo_site(root, site)
         t, p = repeat(
             slow_runs,
@@ -220,7 +220,7 @@ def bench(
         )
         rows.append(Row("hugo build (same Markdown, minimal layout)", size, t, p))
     if size <= mkdocs_max:
-        site = work / f"mkdocs-{size}"
+        site = work / f"mkdocs-{corpus}-{size}"
         mkdocs_site(root, site)
         t, p = repeat(
             slow_runs, [str(BIN / "mkdocs"), "build", "-q", "-f", str(site / "mkdocs.yml"), "-d", str(site / "out")]
