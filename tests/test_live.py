@@ -22,10 +22,14 @@ def findings(corpus: Corpus) -> list[tuple]:
     return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
 
 
-def published(corpus: Corpus, out: Path) -> dict[str, bytes]:
+def published(corpus: Corpus, out: Path, first: set[str] | None = None) -> dict[str, bytes]:
     """Build the site (kb build --force --no-search) and read it back, but for the page-reuse manifest (its
-    fingerprints are empty without a cache)."""
+    fingerprints are empty without a cache). With `first`, as kb serve does with pages open in a browser:
+    those pages, then the whole site."""
     try:
+        if first:
+            build_site(corpus, out, search=False, first=first)
+            assert all((out / page).is_file() for page in first if page.endswith(".html"))
         build_site(corpus, out, search=False)
     finally:
         if corpus.cache is not None:
@@ -48,7 +52,8 @@ def test_a_corpus_refreshed_after_each_edit_reports_and_builds_what_a_cold_run_d
         scoped += live.last_was_scoped
         cold = check_corpus(Settings(root=root), use_cache=False)
         assert findings(corpus) == findings(cold), f"step {step}: {what}"
-        served = published(corpus, site)
+        shown = rng.sample(sorted(f"{key}.html" for key in corpus.records), 2) + ["index.html"]
+        served = published(corpus, site, first=set(shown) if step % 2 else None)
         shutil.rmtree(cold_site, ignore_errors=True)
         built = published(cold, cold_site)
         assert served.keys() == built.keys(), f"step {step}: {what}"
@@ -80,3 +85,28 @@ def test_a_store_another_kb_wrote_meanwhile_costs_a_whole_run_never_a_stale_page
     assert [str(v.quantity) for v in corpus.values(key).fields.values()] == [
         str(v.quantity) for v in cold.values(key).fields.values()
     ]
+
+
+def test_the_pages_open_in_a_browser_are_rendered_first_and_the_rest_by_the_whole_build_after(tmp_path):
+    """kb serve's quick pass renders the open page; a page that only links to the edited record keeps its
+    previous file until the whole build that follows, which renders it."""
+    root, site = tmp_path / "kb", tmp_path / "site"
+    generate(root, 40, seed=6, defects=0.0)
+    live = LiveCorpus(Settings(root=root))
+    corpus = live.refresh()
+    published(corpus, site)
+    target = sorted((root / "records" / "accelerators").glob("*.md"))[0]
+    key = f"accelerators/{target.stem}"
+    linking = sorted({s for s, t, _, _ in corpus.edges if t == key and s != key and s in corpus.records})
+    assert linking
+    neighbour = site / f"{linking[0]}.html"
+    target.write_text(re.sub(r"(?m)^name: (.*)$", r"name: \1 Renamed", target.read_text(), count=1))
+    corpus = live.refresh()
+    try:
+        build_site(corpus, site, search=False, first={f"{key}.html"})
+        assert " Renamed" in (site / f"{key}.html").read_text()
+        assert " Renamed" not in neighbour.read_text()  # carried over as it was
+        build_site(corpus, site, search=False)
+    finally:
+        corpus.cache.close()
+    assert " Renamed" in neighbour.read_text()

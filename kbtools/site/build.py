@@ -18,10 +18,10 @@ from kbtools.corpus import Corpus
 from kbtools.outputs.targets import build_lock
 from kbtools.progress import track
 from kbtools.site.charts import FigureCharts
-from kbtools.site.context import SiteContext
-from kbtools.site.graph import GraphPage
+from kbtools.site.context import SiteContext, page_path
+from kbtools.site.graph import GRAPH_PAGE, GraphPage
 from kbtools.site.home import HomePage
-from kbtools.site.publish import check_output, link_or_copy, new_staging, remove_debris, swap_in
+from kbtools.site.publish import SEARCH_DIR, check_output, link_or_copy, new_staging, remove_debris, swap_in
 from kbtools.site.record_page import RecordPage
 from kbtools.site.reuse import PageReuse
 from kbtools.site.type_index import TypeIndexPage
@@ -38,22 +38,25 @@ class SiteBuilder:
         self.home, self.graph = HomePage(self.site), GraphPage(self.site)
         self.type_index, self.record_page = TypeIndexPage(self.site, charts), RecordPage(self.site, charts)
 
-    def build(self) -> int:
+    def build(self, first: set[str] | None = None) -> int:
+        """Every page; with `first` (page paths), only those, every other page carried over from the previous
+        site as it was: kb serve's quick pass for the pages open in a browser, before the whole build."""
         site, corpus = self.site, self.site.corpus
         site.out.mkdir(parents=True, exist_ok=True)
         self.theme.copy_static(site.out)
-        self.home.write()
+        wanted = (lambda page: page in first) if first is not None and self.reuse.carry_over(first) else None
+        if wanted is None or wanted(page_path(None)):
+            self.home.write()
         for record_type in site.types_in_order:
-            self.type_index.write(record_type)
+            if wanted is None or wanted(f"{record_type.dir}/index.html"):
+                self.type_index.write(record_type)
         for key in track([k for k in corpus.records if k in site.pages], "Writing pages"):
-            if not self.reuse.reused(key):
+            if (wanted is None or wanted(page_path(key))) and not self.reuse.reused(key):
                 self.record_page.write(key)
-        self.graph.write()
+        if wanted is None or wanted(GRAPH_PAGE):
+            self.graph.write()
         self.reuse.write_manifest()
         return len(corpus.records)
-
-
-SEARCH_DIR = "pagefind"  # the search index, inside the site
 
 
 def pagefind_command(site: Path, output: Path) -> list[str]:
@@ -77,12 +80,14 @@ def run_pagefind(out: Path) -> str | None:
     return None
 
 
-def build_site(corpus: Corpus, out: Path, search: bool = True, keep_search: bool = False) -> tuple[int, str | None]:
+def build_site(
+    corpus: Corpus, out: Path, search: bool = True, keep_search: bool = False, first: set[str] | None = None
+) -> tuple[int, str | None]:
     """Write the site into `out` whole (a staging directory swapped in), return (pages, warning).
     OutputError when `out` is a place kb must not replace (see publish.check_output); ThemeError (one)
     when the theme cannot make it. The warning names the theme files left out and a search index not built.
     keep_search (without search) carries the previous site's search index over, for `kb serve` to replace
-    once it has indexed the new pages."""
+    once it has indexed the new pages; `first` (SiteBuilder.build) renders only the pages named."""
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
@@ -91,7 +96,7 @@ def build_site(corpus: Corpus, out: Path, search: bool = True, keep_search: bool
         staging = new_staging(resolved)
         try:
             builder = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None)
-            count = builder.build()
+            count = builder.build(first)
             warnings = list(builder.theme.problems)
             if search:
                 warnings.append(run_pagefind(staging) or "")

@@ -23,6 +23,7 @@ from kbtools.corpus import Settings
 from kbtools.outputs.targets import OutputError, inside, protected_paths
 
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
+SEARCH_DIR = "pagefind"  # the search index, inside the site
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
 
 

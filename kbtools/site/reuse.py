@@ -13,9 +13,11 @@ from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
 from kbtools.site.context import SiteContext, page_path
-from kbtools.site.publish import link_or_copy
+from kbtools.site.publish import SEARCH_DIR, SITE_MANIFEST, STAGING_MARK, link_or_copy, walk_files
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
+# written by the build itself, not carried over: the theme's files, the manifests, the search index
+CARRIED_ELSEWHERE = frozenset({"static", MANIFEST, SITE_MANIFEST, SEARCH_DIR})
 
 
 class PageReuse:
@@ -105,6 +107,24 @@ class PageReuse:
         calculator = self.site.calculator
         model = calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
         return set(model["records"]) if model else set()
+
+    def carry_over(self, except_pages: set[str]) -> bool:
+        """Every page of the previous site but `except_pages` put in place as it was, each with the fingerprint
+        the previous build gave it, so the next whole build renders those whose inputs changed since (kb
+        serve's quick pass). False when there is no previous site to carry over."""
+        previous = self.previous
+        if previous is None or not self.previous_manifest:
+            return False
+        for rel in walk_files(previous):
+            top = rel.split("/", 1)[0]
+            if rel in except_pages or top in CARRIED_ELSEWHERE or rel == STAGING_MARK:
+                continue
+            target = self.site.out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            link_or_copy(previous / rel, target)
+            if rel in self.previous_manifest:
+                self.manifest[rel] = self.previous_manifest[rel]
+        return True
 
     def reuse(self, page: str, fingerprint: str) -> bool:
         old = self.previous / page if self.previous else None

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,8 @@ RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebui
   async function poll() {
     try {
       // the server answers when the version is not `seen` any more, or after a while with the same one
-      const response = await fetch("/__kb/version" + (seen === null ? "" : "?seen=" + seen), {cache: "no-store"});
+      const asked = "?page=" + encodeURIComponent(location.pathname) + (seen === null ? "" : "&seen=" + seen);
+      const response = await fetch("/__kb/version" + asked, {cache: "no-store"});
       const {version} = await response.json();
       if (seen !== null && version !== seen) { location.reload(); return; }
       seen = version;
@@ -51,6 +53,7 @@ RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebui
 })();
 """
 WAIT_FOR_VERSION = 25.0  # seconds a page's question waits for a new version before it is answered as it is
+OPEN_FOR = 2 * WAIT_FOR_VERSION  # a page that asked within this many seconds is open in a browser
 
 
 class Site:
@@ -66,6 +69,7 @@ class Site:
         self.version = 0
         self.lock = threading.Lock()
         self.published = threading.Condition()  # notified when a new version is out
+        self.asked: dict[str, float] = {}  # page path -> when a browser showing it last asked for the version
 
     def rebuild(self) -> bool:
         """Check and build; True when a new site was published."""
@@ -78,7 +82,11 @@ class Site:
             corpus = self.live.refresh()
             shown = sorted(corpus.diagnostics, key=Diagnostic.sort_key)
             self.report(format_text(shown, summarize(shown, len(corpus.records))).rstrip("\n"))
+            open_pages = self.open_pages() if self.version else set()
             try:
+                if open_pages:  # Hugo's fast render: the pages a browser shows first, then the whole site
+                    build_site(corpus, self.out, search=False, keep_search=self.search, first=open_pages)
+                    self.publish()
                 pages, warning = build_site(corpus, self.out, search=False, keep_search=self.search)
             except OutputError as exc:
                 self.report(f"kb serve: {exc}")
@@ -88,11 +96,31 @@ class Site:
                     corpus.cache.close()  # the store is read again at the next save, by then maybe by another kb
             if warning:
                 self.report(f"kb serve: warning: {warning}")
-            with self.published:
-                self.version += 1
-                self.published.notify_all()
+            if not open_pages:
+                self.publish()
             self.report(f"built {pages} record pages (version {self.version})")
             return True
+
+    def publish(self) -> None:
+        with self.published:
+            self.version += 1
+            self.published.notify_all()
+
+    def opened(self, url_path: str) -> None:
+        """A browser showing the page at `url_path` asked for the version."""
+        page = urllib.parse.unquote(url_path).lstrip("/")
+        if not page or page.endswith("/"):
+            page += "index.html"
+        if page.endswith(".html") and ".." not in page.split("/") and len(self.asked) < 10_000:
+            self.asked[page] = time.monotonic()
+
+    def open_pages(self) -> set[str]:
+        """The site's pages open in a browser now (each asks again within WAIT_FOR_VERSION)."""
+        now = time.monotonic()
+        for page, when in list(self.asked.items()):
+            if now - when > OPEN_FOR:
+                del self.asked[page]
+        return set(self.asked)
 
     def version_after(self, seen: int | None) -> int:
         """The site's version, once it is not `seen` (or after WAIT_FOR_VERSION): a page learns of a new
@@ -198,7 +226,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the base class's name)
         path, _, query = self.path.partition("?")
         if path == "/__kb/version":
-            seen = urllib.parse.parse_qs(query).get("seen", [""])[0]
+            asked = urllib.parse.parse_qs(query)
+            self.site.opened(asked.get("page", [""])[0])
+            seen = asked.get("seen", [""])[0]
             version = self.site.version_after(int(seen) if seen.isdigit() and len(seen) < 12 else None)
             self._send(json.dumps({"version": version}).encode(), "application/json")
         elif path == "/__kb/reload.js":
@@ -272,8 +302,8 @@ class SearchIndex:
         self.version = 0
 
     def start(self, version: int) -> None:
-        from kbtools.site.build import SEARCH_DIR, pagefind_command
-        from kbtools.site.publish import new_staging
+        from kbtools.site.build import pagefind_command
+        from kbtools.site.publish import SEARCH_DIR, new_staging
 
         self.cancel()
         self.staging, self.version = new_staging(self.out), version
@@ -297,8 +327,7 @@ class SearchIndex:
     def poll(self) -> None:
         """When pagefind has finished: its index in place of the old one, or a warning."""
         from kbtools.outputs.targets import build_lock
-        from kbtools.site.build import SEARCH_DIR
-        from kbtools.site.publish import replace_part
+        from kbtools.site.publish import SEARCH_DIR, replace_part
 
         if self.proc is None or self.proc.poll() is None or self.staging is None:
             return
