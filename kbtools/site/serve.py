@@ -54,6 +54,7 @@ RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebui
 """
 WAIT_FOR_VERSION = 25.0  # seconds a page's question waits for a new version before it is answered as it is
 OPEN_FOR = 2 * WAIT_FOR_VERSION  # a page that asked within this many seconds is open in a browser
+RELOAD_WAIT = 3.0  # seconds the whole build waits for the open pages to reload after the quick pass
 
 
 class Site:
@@ -69,7 +70,9 @@ class Site:
         self.version = 0
         self.lock = threading.Lock()
         self.published = threading.Condition()  # notified when a new version is out
-        self.asked: dict[str, float] = {}  # page path -> when a browser showing it last asked for the version
+        self.asked: dict[
+            str, tuple[float, int]
+        ] = {}  # page path -> when a browser showing it last asked, at which version
 
     def rebuild(self) -> bool:
         """Check and build; True when a new site was published."""
@@ -87,6 +90,7 @@ class Site:
                 if open_pages:  # Hugo's fast render: the pages a browser shows first, then the whole site
                     build_site(corpus, self.out, search=False, keep_search=self.search, first=open_pages)
                     self.publish()
+                    self.wait_for_reloads(open_pages)
                 pages, warning = build_site(corpus, self.out, search=False, keep_search=self.search)
             except OutputError as exc:
                 self.report(f"kb serve: {exc}")
@@ -107,20 +111,32 @@ class Site:
             self.published.notify_all()
 
     def opened(self, url_path: str) -> None:
-        """A browser showing the page at `url_path` asked for the version."""
+        """A browser showing the page at `url_path` asked for the version (it has the present one)."""
         page = urllib.parse.unquote(url_path).lstrip("/")
         if not page or page.endswith("/"):
             page += "index.html"
         if page.endswith(".html") and ".." not in page.split("/") and len(self.asked) < 10_000:
-            self.asked[page] = time.monotonic()
+            with self.published:
+                self.asked[page] = (time.monotonic(), self.version)
+                self.published.notify_all()
 
     def open_pages(self) -> set[str]:
         """The site's pages open in a browser now (each asks again within WAIT_FOR_VERSION)."""
         now = time.monotonic()
-        for page, when in list(self.asked.items()):
-            if now - when > OPEN_FOR:
-                del self.asked[page]
-        return set(self.asked)
+        with self.published:
+            for page, (when, _) in list(self.asked.items()):
+                if now - when > OPEN_FOR:
+                    del self.asked[page]
+            return set(self.asked)
+
+    def wait_for_reloads(self, pages: set[str]) -> None:
+        """Until every page in `pages` has loaded the present version (its script asks again once loaded),
+        or RELOAD_WAIT: the whole build that follows would take the cores and the interpreter from the
+        server while the browser loads the page."""
+        with self.published:
+            self.published.wait_for(
+                lambda: all(self.asked.get(page, (0.0, -1))[1] >= self.version for page in pages), timeout=RELOAD_WAIT
+            )
 
     def version_after(self, seen: int | None) -> int:
         """The site's version, once it is not `seen` (or after WAIT_FOR_VERSION): a page learns of a new
@@ -364,7 +380,7 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
     stop = threading.Event()
     try:
         for changes in watch(
-            *site.watched(), stop_event=stop, debounce=300, step=100, rust_timeout=200, yield_on_timeout=True
+            *site.watched(), stop_event=stop, debounce=300, step=50, rust_timeout=200, yield_on_timeout=True
         ):
             index.poll()
             touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
