@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -102,3 +103,18 @@ def test_serve_listens_on_loopback_only_and_refuses_a_protected_output(tmp_path)
         assert server.url.startswith("http://127.0.0.1:")
     finally:
         assert server.stop() == 0
+
+
+def test_a_port_in_use_is_refused_before_any_check_or_build(tmp_path):
+    import socket
+
+    root = tmp_path / "kb"
+    assert subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True).returncode == 0
+    shutil.rmtree(root / "site" / "_build", ignore_errors=True)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        refused = subprocess.run([KB_SCRIPT, "serve", "--port", port], cwd=root, capture_output=True, text=True)
+    assert refused.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in refused.stderr
+    assert "checked" not in refused.stdout and not (root / "site" / "_build").exists()  # bound first
