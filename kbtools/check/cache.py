@@ -549,18 +549,30 @@ class Cache:
                 out.pop(reader, None)
         return out
 
+    def records_read(self, reader: str) -> dict[str, dict[str, str]]:
+        """What `reader` read of other records when its values were last computed: record -> {value: fp}."""
+        if reader in self.new_reads:
+            return self.new_reads[reader]
+        rows = self._stored_reads("SELECT reader, dep, body FROM reads WHERE reader = ?", (reader,))
+        return rows.get(reader, {})
+
     def all_records_read(self) -> dict[str, dict[str, dict[str, str]]]:
         """records_read of every reader, in one pass over the table (a site build asks for every page)."""
+        return {**self._stored_reads("SELECT reader, dep, body FROM reads"), **self.new_reads}
+
+    def _stored_reads(self, sql: str, args: tuple[str, ...] = ()) -> dict[str, dict[str, dict[str, str]]]:
+        """reader -> record read -> {value: fingerprint}, from the stored rows the query selects; a row that does
+        not decode stands for a value no fingerprint matches."""
         out: dict[str, dict[str, dict[str, str]]] = {}
-        if self.trusted and self._reader is not None:
-            try:
-                rows = self._reader.execute("SELECT reader, dep, body FROM reads").fetchall()
-            except sqlite3.Error:
-                rows = []
-            for reader, dep, body in rows:
-                seen = self._read_row(body)
-                out.setdefault(reader, {})[dep] = seen if seen is not None else {"": ""}
-        out.update(self.new_reads)
+        if not self.trusted or self._reader is None:
+            return out
+        try:
+            rows = self._reader.execute(sql, args).fetchall()
+        except sqlite3.Error:
+            return out
+        for reader, dep, body in rows:
+            seen = self._read_row(body)
+            out.setdefault(reader, {})[dep] = seen if seen is not None else {"": ""}
         return out
 
     def set_reads(self, reader: str, reads: dict[str, dict[str, str]]) -> None:

@@ -303,9 +303,9 @@ def _link_reference(record: Record, ref: Reference, index: Index, edges: list) -
 def backlinks(corpus: Corpus, key: str) -> dict[str, list[str]]:
     """Records linking to `key`, grouped by the field the link stands in ('body' for wikilinks)."""
     grouped: dict[str, list[str]] = defaultdict(list)
-    if corpus.graph is None or key not in corpus.graph:
+    if corpus.graph is None:
         return {}
-    for source, _, data in corpus.graph.in_edges(key, data=True):
-        if source != key and source not in grouped[data["field"]]:
-            grouped[data["field"]].append(source)
+    for source, field, _ in corpus.graph.in_links(key):
+        if source != key and source not in grouped[field]:
+            grouped[field].append(source)
     return {field: sorted(keys) for field, keys in sorted(grouped.items())}

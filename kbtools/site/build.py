@@ -9,6 +9,7 @@ the one SiteContext (context.py); reuse.py keeps record pages an edit did not ch
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,9 +20,17 @@ from kbtools.outputs.targets import build_lock
 from kbtools.progress import track
 from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
-from kbtools.site.graph import GRAPH_PAGE, GraphPage
+from kbtools.site.graph import GraphPage
 from kbtools.site.home import HomePage
-from kbtools.site.publish import SEARCH_DIR, check_output, link_or_copy, new_staging, remove_debris, swap_in
+from kbtools.site.publish import (
+    SEARCH_DIR,
+    check_output,
+    link_or_copy,
+    new_staging,
+    read_manifest,
+    remove_debris,
+    swap_in,
+)
 from kbtools.site.record_page import RecordPage
 from kbtools.site.reuse import PageReuse
 from kbtools.site.type_index import TypeIndexPage
@@ -38,25 +47,37 @@ class SiteBuilder:
         self.home, self.graph = HomePage(self.site), GraphPage(self.site)
         self.type_index, self.record_page = TypeIndexPage(self.site, charts), RecordPage(self.site, charts)
 
-    def build(self, first: set[str] | None = None) -> int:
-        """Every page; with `first` (page paths), only those, every other page carried over from the previous
-        site as it was: kb serve's quick pass for the pages open in a browser, before the whole build."""
+    def build(self) -> int:
         site, corpus = self.site, self.site.corpus
         site.out.mkdir(parents=True, exist_ok=True)
         self.theme.copy_static(site.out)
-        wanted = (lambda page: page in first) if first is not None and self.reuse.carry_over(first) else None
-        if wanted is None or wanted(page_path(None)):
-            self.home.write()
+        self.home.write()
         for record_type in site.types_in_order:
-            if wanted is None or wanted(f"{record_type.dir}/index.html"):
-                self.type_index.write(record_type)
+            self.type_index.write(record_type)
         for key in track([k for k in corpus.records if k in site.pages], "Writing pages"):
-            if (wanted is None or wanted(page_path(key))) and not self.reuse.reused(key):
+            if not self.reuse.reused(key):
                 self.record_page.write(key)
-        if wanted is None or wanted(GRAPH_PAGE):
-            self.graph.write()
+        self.graph.write()
         self.reuse.write_manifest()
         return len(corpus.records)
+
+    def patch(self, pages: set[str]) -> list[str]:
+        """Of the pages named (the home page, type indexes, record pages), those whose inputs changed since the
+        previous build, rendered into the staging directory: kb serve's quick pass for the pages open in a
+        browser. The paths written."""
+        site, written = self.site, []
+        if page_path(None) in pages:
+            self.home.write()
+            written.append(page_path(None))
+        for record_type in site.types_in_order:
+            if f"{record_type.dir}/index.html" in pages:
+                self.type_index.write(record_type)
+                written.append(f"{record_type.dir}/index.html")
+        for key in site.corpus.records:
+            if key in site.pages and page_path(key) in pages and not self.reuse.shows_the_same(key):
+                self.record_page.write(key)
+                written.append(page_path(key))
+        return written
 
 
 def pagefind_command(site: Path, output: Path) -> list[str]:
@@ -87,16 +108,21 @@ def build_site(
     OutputError when `out` is a place kb must not replace (see publish.check_output); ThemeError (one)
     when the theme cannot make it. The warning names the theme files left out and a search index not built.
     keep_search (without search) carries the previous site's search index over, for `kb serve` to replace
-    once it has indexed the new pages; `first` (SiteBuilder.build) renders only the pages named."""
+    once it has indexed the new pages. `first` (kb serve's quick pass) only renders those pages again where
+    they changed and replaces each in the published site; the rest waits for the whole build that follows."""
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved):
+        if first is not None:
+            patched = _patch(corpus, resolved, first)
+            if patched is not None:
+                return patched, None
         check_output(out, corpus.settings)  # under the lock: another build may have changed `out` while this one waited
         remove_debris(resolved)
         staging = new_staging(resolved)
         try:
             builder = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None)
-            count = builder.build(first)
+            count = builder.build()
             warnings = list(builder.theme.problems)
             if search:
                 warnings.append(run_pagefind(staging) or "")
@@ -106,3 +132,21 @@ def build_site(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return count, "; ".join(w for w in warnings if w) or None
+
+
+def _patch(corpus: Corpus, out: Path, pages: set[str]) -> int | None:
+    """The pages named, rendered again where they changed and each put in place of its published file whole
+    (a rename); every other file and both manifests as they were, so the next whole build still renders
+    what else changed, these pages too. Only files kb's site manifest lists are replaced. None when there
+    is no site kb built here to patch."""
+    listed = read_manifest(out)
+    if listed is None:
+        return None
+    staging = new_staging(out)
+    try:
+        written = SiteBuilder(corpus, staging, previous=out).patch({p for p in pages if p in listed})
+        for rel in written:
+            os.replace(staging / rel, out / rel)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return len(written)

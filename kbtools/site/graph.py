@@ -7,12 +7,10 @@ from typing import Any
 
 from kbtools.site.context import Page
 
-GRAPH_PAGE = "graph.html"
-
 
 class GraphPage(Page):
     def write(self) -> None:
-        self.site.render("graph.html", GRAPH_PAGE, title="Link graph", total=len(self.corpus.records))
+        self.site.render("graph.html", "graph.html", title="Link graph", total=len(self.corpus.records))
         self.site.write("static/graph-data.json", json.dumps(self.data(), separators=(",", ":")))
 
     def data(self) -> dict[str, Any]:

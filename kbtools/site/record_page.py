@@ -159,10 +159,10 @@ class RecordPage(Page):
     def outgoing(self, page: str, key: str) -> defaultdict[str, list[dict[str, str]]]:
         """The records this one links to, grouped by the field the link stands in."""
         outgoing: defaultdict[str, list[dict[str, str]]] = defaultdict(list)
-        if self.corpus.graph is not None and key in self.corpus.graph:
-            for _, target, data in self.corpus.graph.out_edges(key, data=True):
+        if self.corpus.graph is not None:
+            for target, linked_by, _ in self.corpus.graph.out_links(key):
                 # each figure's own long-form source joins one group rather than one per field
-                field = "sources (per figure)" if data["field"].endswith(".source") else data["field"]
+                field = "sources (per figure)" if linked_by.endswith(".source") else linked_by
                 if target != key and self.site.link(page, target) not in outgoing[field]:
                     outgoing[field].append(self.site.link(page, target))
         return outgoing

@@ -13,11 +13,10 @@ from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
 from kbtools.site.context import SiteContext, page_path
-from kbtools.site.publish import SEARCH_DIR, SITE_MANIFEST, STAGING_MARK, link_or_copy, walk_files
+from kbtools.site.publish import link_or_copy
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
-# written by the build itself, not carried over: the theme's files, the manifests, the search index
-CARRIED_ELSEWHERE = frozenset({"static", MANIFEST, SITE_MANIFEST, SEARCH_DIR})
+ONE_BY_ONE = 50  # pages whose reads are asked for one query each before the whole table is read
 
 
 class PageReuse:
@@ -38,7 +37,8 @@ class PageReuse:
             self.neighbours[target].add(source)
             self.neighbours_out[source].add(target)
         cache = self.corpus.cache
-        self.reads = cache.all_records_read() if cache is not None else {}  # page -> what its values read
+        self.reads: dict[str, dict[str, dict[str, str]]] | None = None  # page -> what its values read, all at once
+        self.asked = 0
         self.global_key = f"{cache.key if cache else ''}:{site.theme.fingerprint()}:{site.index.fingerprint()}"
 
     def reused(self, key: str) -> bool:
@@ -63,7 +63,7 @@ class PageReuse:
         cache = self.corpus.cache
         if cache is None or self.site.registry.has_role(record.type, "parameter"):
             return None  # parameter pages chart every record of a type: always rendered
-        read = self.reads.get(key, {})
+        read = self.read_by(key)
         shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
         h = hashlib.blake2b(digest_size=16)
         h.update(self.global_key.encode())
@@ -77,6 +77,19 @@ class PageReuse:
         for d in self.site.errors_by_path.get(record.path, []):
             h.update(d.model_dump_json().encode())
         return h.hexdigest()
+
+    def read_by(self, key: str) -> dict[str, dict[str, str]]:
+        """What a record's values read of others, from the store: one query for each of the first few pages
+        asked for (kb serve's quick pass asks for the open ones), the whole table at once beyond that."""
+        cache = self.corpus.cache
+        if cache is None:
+            return {}
+        self.asked += 1
+        if self.reads is None and self.asked <= ONE_BY_ONE:
+            return cache.records_read(key)
+        if self.reads is None:
+            self.reads = cache.all_records_read()
+        return self.reads.get(key, {})
 
     def values_of(self, key: str) -> str:
         """Every value a record has, fingerprinted (what a calculator exports of it)."""
@@ -99,8 +112,9 @@ class PageReuse:
         graph = self.corpus.graph
         if graph is not None:
             for a, b in ((page_key, key), (key, page_key)):
-                if graph.has_edge(a, b):
-                    shown.append(sorted(str(e.get("field")) for e in graph.get_edge_data(a, b).values()))
+                links = graph.links_between(a, b)
+                if links:
+                    shown.append(sorted(str(field) for field, _ in links))
         return repr(shown)
 
     def calculator_inputs(self, key: str) -> set[str]:
@@ -108,23 +122,10 @@ class PageReuse:
         model = calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
         return set(model["records"]) if model else set()
 
-    def carry_over(self, except_pages: set[str]) -> bool:
-        """Every page of the previous site but `except_pages` put in place as it was, each with the fingerprint
-        the previous build gave it, so the next whole build renders those whose inputs changed since (kb
-        serve's quick pass). False when there is no previous site to carry over."""
-        previous = self.previous
-        if previous is None or not self.previous_manifest:
-            return False
-        for rel in walk_files(previous):
-            top = rel.split("/", 1)[0]
-            if rel in except_pages or top in CARRIED_ELSEWHERE or rel == STAGING_MARK:
-                continue
-            target = self.site.out / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            link_or_copy(previous / rel, target)
-            if rel in self.previous_manifest:
-                self.manifest[rel] = self.previous_manifest[rel]
-        return True
+    def shows_the_same(self, key: str) -> bool:
+        """The previous build's page of a record shows what it would show now."""
+        fingerprint = self.fingerprint(key)
+        return fingerprint is not None and self.previous_manifest.get(page_path(key)) == fingerprint
 
     def reuse(self, page: str, fingerprint: str) -> bool:
         old = self.previous / page if self.previous else None
