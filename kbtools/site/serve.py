@@ -24,6 +24,7 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -329,6 +330,7 @@ class SearchIndex:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
+                start_new_session=True,  # `python -m pagefind` runs the pagefind binary as its child: stopped as a group
             )
         except OSError as exc:
             self.report(f"kb serve: warning: search index not built: {exc}")
@@ -336,7 +338,10 @@ class SearchIndex:
 
     def cancel(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the wrapper and the binary that holds its stderr open
+            except OSError:
+                self.proc.kill()
             self.proc.communicate()
         self._clear()
 
