@@ -11,6 +11,7 @@ a user's edits, so each save is timed from a quiet server.
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -21,15 +22,12 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 class Served:
-    """A `kb serve --port 0` process and the lines it prints."""
+    """A running `kb serve` (the command given, on port 0), with what it prints collected as it prints it.
+    The benchmark and tests/test_serve.py both drive it."""
 
-    def __init__(self, kb: str, root: Path):
-        self.proc = subprocess.Popen(
-            [kb, "--root", str(root), "serve", "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    def __init__(self, command: list[str], cwd: Path | None = None, patience: float = 900):
+        self.patience = patience  # seconds wait_for waits by default
+        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -38,8 +36,10 @@ class Served:
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
 
-    def wait_for(self, pattern: str, after: int = 0, timeout: float = 900) -> re.Match:
-        deadline = time.monotonic() + timeout
+    def wait_for(self, pattern: str, timeout: float | None = None, after: int = 0) -> re.Match:
+        """The first line after the `after`-th that matches; RuntimeError, with what it printed, when none
+        comes before the server exits or `timeout` seconds pass."""
+        deadline = time.monotonic() + (self.patience if timeout is None else timeout)
         while time.monotonic() < deadline:
             for line in self.lines[after:]:
                 found = re.search(pattern, line)
@@ -47,8 +47,8 @@ class Served:
                     return found
             if self.proc.poll() is not None:
                 break
-            time.sleep(0.02)
-        raise RuntimeError(f"kb serve never printed {pattern!r}: " + " | ".join(self.lines[-20:]))
+            time.sleep(0.05)
+        raise RuntimeError(f"kb serve never printed {pattern!r}; it printed:\n" + "\n".join(self.lines))
 
     def peak_mib(self) -> float:
         """The server's peak resident set so far (VmHWM)."""
@@ -59,12 +59,10 @@ class Served:
         found = re.search(r"VmHWM:\s+(\d+) kB", status)
         return int(found.group(1)) / 1024 if found else 0.0
 
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+    def stop(self) -> int:
+        """Ctrl-C, as a user stops it; its exit code."""
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=60)
 
 
 def time_serve(kb: str, root: Path, saves: int, edited: Callable[[Path, int], str]) -> tuple[float, list[float], float]:
@@ -74,7 +72,7 @@ def time_serve(kb: str, root: Path, saves: int, edited: Callable[[Path, int], st
 
     path = sorted((root / "records" / "accelerators").glob("*.md"))[0]
     started = time.perf_counter()
-    server = Served(kb, root)
+    server = Served([kb, "--root", str(root), "serve", "--port", "0"])
     try:
         url = server.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
         start = time.perf_counter() - started
@@ -94,4 +92,5 @@ def time_serve(kb: str, root: Path, saves: int, edited: Callable[[Path, int], st
             browser.close()
         return start, times, server.peak_mib()
     finally:
-        server.stop()
+        if server.proc.poll() is None:
+            server.stop()

@@ -2,50 +2,25 @@
 
 from __future__ import annotations
 
-import re
 import shutil
-import signal
 import subprocess
-import threading
-import time
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT
+from conftest import KB_SCRIPT, REPO
 from site_support import PageWatch, browser
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+from serve import Served  # noqa: E402  (the benchmark's driver of kb serve)
 
-class Server:
-    """`kb serve --port 0` as a user starts it, with what it prints collected as it prints it."""
+
+class Server(Served):
+    """`kb serve --port 0` as a user starts it, in the knowledge base's directory."""
 
     def __init__(self, root: Path):
-        self.proc = subprocess.Popen(
-            [KB_SCRIPT, "serve", "--port", "0"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        super().__init__([KB_SCRIPT, "serve", "--port", "0"], cwd=root, patience=180)
         self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str, timeout: float = 180, after: int = 0) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.lines[after:]:
-                found = re.search(pattern, line)
-                if found:
-                    return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        pytest.fail(f"kb serve never printed {pattern!r}; it printed:\n" + "\n".join(self.lines))
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout=60)
 
 
 @pytest.fixture

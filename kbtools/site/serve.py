@@ -71,9 +71,8 @@ class Site:
         self.version = 0
         self.lock = threading.Lock()
         self.published = threading.Condition()  # notified when a new version is out
-        self.asked: dict[
-            str, tuple[float, int]
-        ] = {}  # page path -> when a browser showing it last asked, at which version
+        # page path -> when a browser showing it last asked for the version, and which version it had
+        self.asked: dict[str, tuple[float, int]] = {}
 
     def rebuild(self) -> bool:
         """Check and build; True when a new site was published."""
