@@ -146,7 +146,8 @@ def test_sparse_attention_keeps_all_kv_plus_the_indexer_and_attends_top_k(kb):
     )
     dense = 61 * 128 * 320 * 128000**2  # every pair of the causal triangle, QK and PV
     attended = 2 * 2048 * 128000 - 2048**2  # each query attends to at most 2,048 tokens
-    sparse = 61 * 128 * 320 * attended + 61 * 64 * 128 * 128000**2  # plus the indexer's QK over all
+    # the selected pairs run in MLA's MQA mode: d_qk = 512 + 64 and d_v = 512 for each of 128 heads
+    sparse = 61 * 128 * (576 + 512) * attended + 61 * 64 * 128 * 128000**2  # plus the indexer's QK over all
     assert explain(kb, "flops/prefill.dense_flops").startswith(f"flops/prefill.dense_flops = {dense / 1e15:.4g} PFLOP")
     assert explain(kb, "flops/prefill.sparse_flops").startswith(
         f"flops/prefill.sparse_flops = {sparse / 1e15:.4g} PFLOP"
@@ -171,7 +172,7 @@ def test_a_windowed_layer_without_its_window_is_a_schema_error(kb):
         ("model.kv_bytes('3 GB')", "kv_bytes()'s n is in token, not 3 GB"),
         (
             "model.weights(n)",
-            "models/gqa is a model, whose schema declares no function 'weights' (it declares: kv_bytes, prefill_attention_flops)",
+            "models/gqa is a model, whose schema declares no function 'weights' (it declares: kv_bytes, kv_copies_under_tp, prefill_attention_flops)",
         ),
     ],
 )
@@ -200,12 +201,100 @@ def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
     assert found and found[0].startswith(f"records/flops/f.md:{line}:") and message in found[0], result.out
 
 
-def test_a_single_kv_head_is_replicated_on_every_tensor_parallel_rank(kb):
-    """MQA, like MLA, has nothing to shard: a TP group reads the whole cache on every rank."""
+def _prefill_flops(kb, model: str, tokens: int) -> str:
+    kb.record(
+        "flops",
+        f"attn-{model}-{tokens}",
+        "flop",
+        f"""
+        class: prefill_attention
+        bound_by: compute
+        inputs:
+          model: models/{model}
+          n: {tokens} token
+        costs:
+          attn:
+            formula: model.prefill_attention_flops(n)
+            unit: FLOP
+    """,
+        body=f"[[{model}]]\n",
+    )
+    return explain(kb, f"flops/attn-{model}-{tokens}.attn").splitlines()[0].split(" = ", 1)[1]
+
+
+# Llama 4 Scout's shape: 48 layers of 40 query / 8 KV heads of 128; 36 chunked layers of 8,192 tokens
+CHUNKED = """
+    architecture: moe
+    attention: gqa
+    params_active: 17 Gparam
+    num_layers: 48
+    num_attention_heads: 40
+    num_kv_heads: 8
+    head_dim: 128
+    kv_dtype_size: 2 B
+    sliding_window_layers: 36
+    sliding_window: 8192 token
+    window_kind: chunked
+"""
+
+
+@pytest.mark.parametrize("tokens", [32768, 131072, 20000, 5000])
+def test_chunked_layers_attend_within_their_chunk_not_over_a_sliding_window(kb, tokens):
+    """The audit's K9: a chunked layer's query sees only the earlier keys of its own chunk (transformers'
+    chunked mask), so a layer costs c² per whole chunk plus the remainder squared."""
+    corpus(kb, scout=CHUNKED, swa=CHUNKED.replace("window_kind: chunked", "window_kind: sliding"))
+    pair = 40 * 2 * 128  # FLOP per token² of one layer: 40 query heads x (d_qk + d_v)
+    chunk, whole = 8192, tokens // 8192
+    chunked = 12 * tokens**2 + 36 * (whole * chunk**2 + (tokens - whole * chunk) ** 2)
+    assert _prefill_flops(kb, "scout", tokens) == f"{pair * chunked:,.4g} FLOP"
+    m = min(tokens, chunk)
+    sliding = 12 * tokens**2 + 36 * (2 * m * tokens - m**2)
+    assert _prefill_flops(kb, "swa", tokens) == f"{pair * sliding:,.4g} FLOP"
+
+
+def test_short_sparse_prefills_take_the_dense_form_when_it_costs_less(kb):
+    """Below about 12,800 tokens DSA's MQA-mode pairs (1,088 per head) over the top-2,048 cost more than
+    the dense MHA form (320 per head) over every pair: the function takes the cheaper."""
+    corpus(kb, dsa=SPARSE)
+    dense = 61 * 128 * 320 * 8192**2 + 61 * 64 * 128 * 8192**2
+    assert _prefill_flops(kb, "dsa", 8192) == f"{dense:,.4g} FLOP"
+    sparse = 61 * 128 * 1088 * (2 * 2048 * 16384 - 2048**2) + 61 * 64 * 128 * 16384**2
+    assert _prefill_flops(kb, "dsa", 16384) == f"{sparse:,.4g} FLOP"
+
+
+def _copies(kb, model: str, tp: int) -> str:
+    kb.record(
+        "flops",
+        f"tp-{model}-{tp}",
+        "flop",
+        f"""
+        class: kv_transfer
+        bound_by: storage
+        inputs:
+          model: models/{model}
+          ranks: {tp}
+        costs:
+          copies:
+            formula: model.kv_copies_under_tp(ranks)
+            unit: '1'
+    """,
+        body=f"[[{model}]]\n",
+    )
+    return explain(kb, f"flops/tp-{model}-{tp}.copies").splitlines()[0].split(" = ", 1)[1]
+
+
+def test_kv_heads_are_replicated_once_the_ranks_outnumber_them(kb):
+    """The audit's S10: vLLM and SGLang give each rank max(1, kv_heads // tp) heads, so a GQA model's TP
+    group holds tp / kv_heads copies once tp exceeds its KV heads; MQA and MLA one copy per rank."""
     corpus(
         kb,
         mqa=LLAMA_70B_SHAPE.replace("attention: gqa", "attention: mqa").replace("num_kv_heads: 8", "num_kv_heads: 1"),
         gqa=LLAMA_70B_SHAPE,
+        two=LLAMA_70B_SHAPE.replace("num_kv_heads: 8", "num_kv_heads: 2"),
+        mla=DEEPSEEK_SHAPE,
     )
-    assert explain(kb, "models/mqa.kv_replicated_under_tp").splitlines()[0].endswith("= 1")
-    assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")
+    assert explain(kb, "models/gqa.kv_tp_shards").splitlines()[0].endswith("= 8")
+    assert explain(kb, "models/mqa.kv_tp_shards").splitlines()[0].endswith("= 1")
+    assert _copies(kb, "gqa", 8) == "1" and _copies(kb, "gqa", 4) == "1"
+    assert _copies(kb, "two", 8) == "4"  # 2 KV heads on 8 ranks: each head on 4 ranks
+    assert _copies(kb, "mqa", 8) == "8" and _copies(kb, "mla", 8) == "8"

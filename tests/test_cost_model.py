@@ -51,8 +51,8 @@ def test_causal_attention_flops_for_mla_and_gqa(kb):
     assert explain(kb, "models/gqa.causal_attention_flops").startswith(
         "models/gqa.causal_attention_flops = 1,310,720 FLOP/token^2"
     )
-    assert "= 1" in explain(kb, "models/mla.kv_replicated_under_tp").splitlines()[0]
-    assert explain(kb, "models/gqa.kv_replicated_under_tp").splitlines()[0].endswith("= 0")
+    assert explain(kb, "models/mla.kv_tp_shards").splitlines()[0].endswith("= 1")  # one latent, on every rank
+    assert explain(kb, "models/gqa.kv_tp_shards").splitlines()[0].endswith("= 8")  # its KV heads
 
 
 def test_the_seed_prices_both_terms_and_the_attention_term_is_the_larger(kb):
@@ -67,7 +67,19 @@ def test_the_seed_prices_both_terms_and_the_attention_term_is_the_larger(kb):
     total = kb.run(
         "--root", str(REPO), "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference"
     )
-    assert total.out.startswith("flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference = 311.2 ms")
+    # the audit's S12: linear layers at FP8 peak, MLA prefill attention at BF16 peak (what the engines run)
+    linear, attention = 2 * 37e9 * 32000, 2498560 * 32000**2
+    expected = (linear / (8 * 1978.9e12) + attention / (8 * 989.4e12)) * 1e3
+    assert total.out.startswith(
+        f"flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference = {expected:.4g} ms"
+    ), total.out.splitlines()[0]
+    floor = kb.run(
+        "--root",
+        str(REPO),
+        "explain",
+        "flops/eng-profile-kv-tiering-moves-flops-to-bytes.recompute_time_reference_fp8_attention",
+    )
+    assert floor.out.split(" = ", 1)[1].startswith(f"{(linear + attention) / (8 * 1978.9e12) * 1e3:.4g} ms")
 
 
 def test_a_verdict_is_worded_from_its_ratio(kb):

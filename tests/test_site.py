@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html.parser
+import re
 import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -128,6 +129,20 @@ def test_seed_page_shows_chart_and_computed_bytes(web):
     assert "Object storage" in labels and "NVIDIA H200 SXM" in labels
     assert watch.problems == []
     context.close()
+
+
+def test_the_seed_prices_the_node_read_per_engine(site):
+    """The audit's S8/S9: LMCache reads an MLA prefix once and broadcasts it, SGLang HiCache reads it on
+    every rank, so the seed's node table has a column for each and each verdict says whose it is."""
+    page = (site / (SEED + ".html")).read_text()
+    # 61 layers x (512 + 64) x 2 B x 32,000 tokens, read once, against the same on each of 8 ranks
+    assert ">2.249 GB<" in page and ">17.99 GB<" in page
+    after = page[page.index("from a single Gen5 drive for the whole node:") :]
+    verdicts = re.findall(r">(faster|slower) \(([\d.]+)× the time\)<span", after)[:2]
+    recompute = 2 * 37e9 * 32000 / (8 * 1978.9e12) + 2498560 * 32000**2 / (8 * 989.4e12)  # BF16 attention, s
+    once = 2.248704e9 / 13e9 + 2.248704e9 / 450e9  # one drive's read, then the NVLink broadcast
+    every = 8 * 2.248704e9 / 13e9  # each of 8 ranks reads the prefix from the one drive
+    assert verdicts == [("faster", f"{once / recompute:.3g}"), ("slower", f"{every / recompute:.3g}")]
 
 
 def test_search_for_the_seeds_subject_finds_it(web):
