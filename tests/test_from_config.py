@@ -22,6 +22,7 @@ GQA = {
     "rope_theta": 500000.0,
 }
 MHA = {
+    "model_type": "llama",
     "num_hidden_layers": 32,
     "hidden_size": 4096,
     "num_attention_heads": 32,
@@ -30,6 +31,7 @@ MHA = {
     "torch_dtype": "float16",
 }
 MLA = {
+    "model_type": "deepseek_v3",
     "num_hidden_layers": 61,
     "hidden_size": 7168,
     "num_attention_heads": 128,
@@ -48,6 +50,7 @@ MLA = {
     "max_position_embeddings": 163840,
 }
 SLIDING = {
+    "model_type": "gpt_oss",
     "num_hidden_layers": 4,
     "hidden_size": 2880,
     "num_attention_heads": 64,
@@ -61,6 +64,7 @@ SLIDING = {
     "vocab_size": 201088,
 }
 HYBRID = {
+    "model_type": "qwen3_next",
     "num_hidden_layers": 48,
     "hidden_size": 2048,
     "num_attention_heads": 16,
@@ -159,12 +163,15 @@ def test_unknown_keys_are_listed_not_dropped_silently(kb):
         ({**GQA, "num_key_value_heads": 7}, "num_attention_heads 64 is not a multiple of num_key_value_heads 7"),
         ({**SLIDING, "layer_types": ["full_attention"]}, "layer_types lists 1 layers, but num_hidden_layers is 4"),
         (
-            {k: v for k, v in MLA.items() if k != "qk_rope_head_dim"},
-            "kv_lora_rank says MLA, but qk_rope_head_dim is missing",
+            {**MLA, "qk_rope_head_dim": None},  # absent, DeepseekV3Config's default (64) would stand in
+            "deepseek_v3 is MLA, but qk_rope_head_dim is missing",
         ),
         ({**GQA, "num_hidden_layers": "eighty"}, "'num_hidden_layers' is 'eighty'; it must be a whole number"),
         ({**MLA, "num_experts_per_tok": None}, "has 256 experts but no num_experts_per_tok"),
-        ({**GQA, "sliding_window": 4096, "max_window_layers": 28}, "which layers use the window is ambiguous"),
+        (
+            {**GQA, "sliding_window": 4096, "max_window_layers": 28},
+            "'sliding_window' (a window some layers keep) is set, but kb's rule for model_type 'llama'",
+        ),
         ('{"num_hidden_layers": 2,\n  "hidden_size": }', "config.json:2:18: not valid JSON"),
     ],
 )

@@ -1,19 +1,27 @@
 """`kb new TYPE --from-config PATH`: a record's fields read from a Hugging Face `config.json`.
 
 Which type reads configs, and which config keys become which fields one to one, is data in that
-type's schema (`x-kb-from-config`: {"format": "huggingface", "fields": {config key: field}}). What
-needs reading across keys lives here, once: the attention kind (MHA/GQA/MQA from the KV head count,
-MLA from its ranks), the head width (explicit or hidden ÷ heads), the layer layout (`layer_types`,
-`full_attention_interval`, a sliding window over every layer), MoE counts and the weights' dtype.
+type's schema (`x-kb-from-config`: {"format": "huggingface", "fields": {config key: field}}). How a
+config is read depends on its architecture: config.json leaves conventions implicit that each
+architecture's transformers code supplies (Falcon's `multi_query` means one KV head; Gemma 2 slides
+on alternate layers though no key says so; a key the file lacks takes its configuration class's
+default). Those conventions are data too, one rule per `model_type` in hf_architectures.json beside
+this module, each citing the transformers files it was read from; the vocabulary of a rule is
+described at the top of that file. This module interprets the rules, once for every architecture:
+the attention kind (MHA/GQA/MQA from the KV head count, MLA from its ranks), the head width, the
+layer layout (`layer_types`, or the layout the configuration class makes), MoE counts and the
+weights' dtype.
 
-Nothing is guessed. A field the config does not settle is left out and named. A config that
-contradicts itself is refused and nothing is written: heads that do not divide, a layer list of the
-wrong length, MLA ranks without their RoPE width. Keys kb does not know are listed, so the reader
-sees what was not carried over.
+Nothing is guessed. A config whose model_type has no rule is refused, and so is one that sets a key
+able to change the KV cache's size which its rule does not read. A field the config does not settle
+is left out and named. A config that contradicts itself is refused and nothing is written: heads
+that do not divide, a layer list of the wrong length, MLA without its RoPE width. Keys kb does not
+know are listed, so the reader sees what was not carried over.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,12 +45,21 @@ MAX_COUNT = 1_000_000
 MAX_WIDTH = 10_000_000  # also the cap of any key the schema maps and this table does not name
 MAX_TOKENS = 1_000_000_000
 _MAXIMUM = {
-    "num_hidden_layers": MAX_LAYERS,
-    "full_attention_interval": MAX_LAYERS,
+    **dict.fromkeys(
+        (
+            "num_hidden_layers",
+            "full_attention_interval",
+            "max_window_layers",
+            "sliding_window_pattern",
+            "no_rope_layer_interval",
+        ),
+        MAX_LAYERS,
+    ),
     **dict.fromkeys(
         (
             "num_attention_heads",
             "num_key_value_heads",
+            "num_kv_heads",
             "num_local_experts",
             "n_routed_experts",
             "num_experts",
@@ -81,9 +98,6 @@ _STRUCTURAL = {
     "n_shared_experts",
     "shared_expert_intermediate_size",
     "text_config",
-    "index_n_heads",
-    "index_head_dim",
-    "index_topk",
     "linear_num_value_heads",
     "linear_key_head_dim",
     "linear_value_head_dim",
@@ -223,17 +237,32 @@ def _int(config: dict, key: str, path: Path, minimum: int = 1) -> int | None:
 
 def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -> Reading:
     reading = Reading()
-    if isinstance(config.get("text_config"), dict):  # a multimodal wrapper: the language model's shape is inside
-        reading.notes.append("read from the config's text_config (the language model of a multimodal checkpoint)")
-        config = {**{k: v for k, v in config.items() if k != "text_config"}, **config["text_config"]}
+    rules = architecture_rules()
+    config = _language_model(config, path, rules, reading)
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise ConfigError(
+            f"{path}: the config names no model_type; kb reads a config only by its architecture's rule "
+            f"({RULES_NAME}) and never guesses one: add the model_type, or write the record by hand"
+        )
+    rule = rules["architectures"].get(model_type) if isinstance(model_type, str) else None
+    if rule is None:
+        raise ConfigError(
+            f"{path}: model_type {_shown(model_type)} has no rule in {RULES_NAME} (read from transformers "
+            f"{rules['transformers']}); kb will not guess how its code reads the config: write the record by hand, "
+            "or add a rule citing the transformers files it follows"
+        )
+    arch = Architecture(str(model_type), rule, path)
+    _refuse_unread_kv_keys(config, arch, rules["kv_keys"])
+    config = arch.as_read(config, reading)
     out = reading.fields
     for key, target in field_map.items():
         value = _int(config, key, path)
         if value is not None:
             out[target] = value
     layers, heads = out.get("num_layers"), out.get("num_attention_heads")
-    _attention(config, path, reading, heads)
-    _layout(config, path, reading, layers)
+    _attention(config, arch, reading, heads)
+    _layout(config, arch, reading, layers)
     _moe(config, path, reading)
     dtype = config.get("torch_dtype") or config.get("dtype")
     if isinstance(dtype, str) and dtype in _DTYPE_BYTES:
@@ -249,66 +278,263 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
     reading.missing.append(
         "params_total and params_active (config.json does not state them; take them from the model card)"
     )
-    known = set(field_map) | _STRUCTURAL | _IGNORED | {"max_position_embeddings"}
-    unmapped = sorted(k for k in config if k not in known)
+    known = set(field_map) | _STRUCTURAL | _IGNORED | arch.understood | set(rules["kv_keys"])
+    unmapped = sorted(k for k in config if k not in known and k not in arch.supplied)
     reading.unmapped = [clipped(k) for k in unmapped[:MAX_UNMAPPED_SHOWN]]
     if len(unmapped) > MAX_UNMAPPED_SHOWN:
         reading.unmapped.append(f"(and {len(unmapped) - MAX_UNMAPPED_SHOWN:,} more)")
     return reading
 
 
-def _attention(config: dict, path: Path, reading: Reading, heads: int | None) -> None:
-    out = reading.fields
-    mla = {
-        k: _int(config, k, path)
-        for k in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-    }
-    if mla["kv_lora_rank"] is not None:
-        lacking = [k for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if mla[k] is None]
+RULES_FILE = Path(__file__).with_name("hf_architectures.json")
+RULES_NAME = "kbtools/authoring/hf_architectures.json"
+LAYER_KINDS = ("full_attention", "sliding_attention", "linear_attention", "chunked_attention")
+
+
+@functools.cache
+def architecture_rules() -> dict[str, Any]:
+    """The rules, as shipped beside this module (package data): read once."""
+    rules: dict[str, Any] = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    return rules
+
+
+def _language_model(config: dict, path: Path, rules: dict, reading: Reading) -> dict:
+    """A multimodal wrapper's language model: its text_config, under the inner model_type (or the one the
+    wrapper's configuration class gives it), with the wrapper's other keys (its dtype) beside it."""
+    inner = config.get("text_config")
+    if not isinstance(inner, dict):
+        return config
+    outer = config.get("model_type")
+    wrapper = rules["wrappers"].get(outer, {}) if isinstance(outer, str) else {}
+    inner_type = inner.get("model_type") or wrapper.get("text_model_type")
+    inner_type = wrapper.get("renamed", {}).get(inner_type, inner_type)
+    if inner_type is None:
+        raise ConfigError(
+            f"{path}: text_config names no model_type, and {RULES_NAME} does not say which language model a "
+            f"{_shown(outer)} config wraps; add text_config's model_type, or write the record by hand"
+        )
+    reading.notes.append(
+        f"read from the config's text_config (the language model of a multimodal checkpoint), model_type {inner_type}"
+    )
+    return {**{k: v for k, v in config.items() if k != "text_config"}, **inner, "model_type": inner_type}
+
+
+def _asks_for_something(value: Any) -> bool:
+    """A key set to null, false or [] changes nothing, whoever reads it."""
+    return value is not None and value is not False and value != []
+
+
+def _refuse_unread_kv_keys(config: dict, arch: Architecture, kv_keys: dict[str, str]) -> None:
+    for key, what in kv_keys.items():
+        if key in config and _asks_for_something(config[key]) and key not in arch.understood:
+            raise ConfigError(
+                f"{arch.path}: '{key}' ({what}) is set, but kb's rule for model_type '{arch.model_type}' "
+                f"({arch.cited}) does not read it, so kb cannot tell what it does to the KV cache: write the record "
+                f"by hand, or extend the rule in {RULES_NAME}"
+            )
+
+
+class Architecture:
+    """One model_type's rule: how its transformers code reads a config (the vocabulary is described at
+    the top of hf_architectures.json)."""
+
+    def __init__(self, model_type: str, rule: dict[str, Any], path: Path):
+        self.model_type, self.rule, self.path = model_type, rule, path
+        source = rule["source"]
+        self.cited = f"transformers {source['transformers']} {', '.join(source['files'])}"
+        self.kv_heads = rule.get("kv_heads", [{"key": "num_key_value_heads"}])
+        self.head_dim = rule.get("head_dim", {"key": "head_dim"})
+        self.default_layers = rule.get("default_layers")
+        self.supplied: set[str] = set()  # keys the config lacked and the rule supplied
+        self.understood = self._keys_named()
+
+    def _keys_named(self) -> set[str]:
+        """Every config key the rule says how to read: those the type's code understands."""
+        rule = self.rule
+        keys = set(rule.get("defaults", {})) | set(rule.get("when_null", {})) | set(rule.get("not_read", {}))
+        keys |= set(rule.get("aliases", {})) | set(rule.get("aliases", {}).values())
+        for alternative in self.kv_heads:
+            keys |= {alternative.get("when"), alternative.get("key")}
+        for expression in [self.head_dim, *rule.get("when_null", {}).values(), *rule.get("linear_state", {}).values()]:
+            keys |= _expression_keys(expression)
+        keys.add(rule.get("window_off_unless"))
+        if rule.get("layer_types") == "read":
+            keys.add("layer_types")
+        if self.default_layers:
+            layout = self.default_layers
+            keys |= set(layout.get("when", [])) | {
+                layout.get("from_layer"),
+                layout.get("below_layer"),
+                layout.get("flags"),
+            }
+            if isinstance(layout.get("period"), str):
+                keys.add(layout["period"])
+        keys.discard(None)
+        return keys
+
+    def as_read(self, config: dict, reading: Reading) -> dict:
+        """The config as the type's code sees it: aliases under kb's names, the class's defaults where a key
+        is absent, what stands in for a null, the window off where its switch is off. Each supplied value is
+        noted in the record."""
+        config = dict(config)
+        for alias, name in self.rule.get("aliases", {}).items():
+            if alias in config and name not in config:
+                config[name] = config.pop(alias)
+                reading.notes.append(f"{name} is read from '{alias}' ({self.model_type}'s configuration reads it so)")
+        for key, value in self.rule.get("defaults", {}).items():
+            if key not in config:
+                config[key] = value
+                self.supplied.add(key)
+                if value is not None and value is not False:
+                    reading.notes.append(
+                        f"{key} {value} is the default of {self.model_type}'s configuration class; the config gives none"
+                    )
+        for key, expression in self.rule.get("when_null", {}).items():
+            if config.get(key) is None:
+                config[key] = self.evaluate(config, expression, key)
+                self.supplied.add(key)
+                if config[key] is not None:
+                    reading.notes.append(self._stand_in(config, key, expression))
+        switch = self.rule.get("window_off_unless")
+        if switch and not self.flag(config, switch) and config.get("sliding_window") is not None:
+            config["sliding_window"] = None
+            reading.notes.append(f"sliding_window is not applied: {switch} is off")
+        return config
+
+    def _stand_in(self, config: dict, key: str, expression: dict) -> str:
+        if "quotient" in expression:
+            a, b = expression["quotient"]
+            return f"{key} is {a} ÷ {b} ({config[a]} ÷ {config[b]}); the config gives none"
+        value = config[key]
+        return f"{key} is absent, which {self.model_type}'s configuration reads as {expression['key']} ({value})"
+
+    def evaluate(self, config: dict, expression: dict, what: str) -> int | None:
+        """A number the rule computes: {"key": k} or {"quotient": [a, b]}; None when a key it needs is unset."""
+        if "quotient" in expression:
+            a, b = expression["quotient"]
+            dividend, divisor = _int(config, a, self.path), _int(config, b, self.path)
+            if dividend is None or divisor is None:
+                return None
+            if dividend % divisor:
+                raise ConfigError(
+                    f"{self.path}: {what} is {a} ÷ {b} for {self.model_type}, but {a} {dividend} is not a multiple "
+                    f"of {b} {divisor}"
+                )
+            return dividend // divisor
+        return _int(config, expression["key"], self.path)
+
+    def flag(self, config: dict, key: str) -> bool:
+        """A switch the code tests for truth (multi_query, use_sliding_window), or a value it tests for being set."""
+        value = config.get(key)
+        if value is None or isinstance(value, bool):
+            return bool(value)
+        return _int(config, key, self.path) is not None  # a count (a window, a chunk), checked as every number kb reads
+
+
+def _expression_keys(expression: dict) -> set[str]:
+    return set(expression.get("quotient", [])) | ({expression["key"]} if "key" in expression else set())
+
+
+def _attention(config: dict, arch: Architecture, reading: Reading, heads: int | None) -> None:
+    out, path = reading.fields, arch.path
+    if arch.rule.get("attention") == "mla":
+        mla = {
+            k: _int(config, k, path)
+            for k in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        }
+        lacking = [k for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim") if mla[k] is None]
         if lacking:
             raise ConfigError(
-                f"{path}: kv_lora_rank says MLA, but {', '.join(lacking)} is missing; MLA's KV and attention FLOP need it"
+                f"{path}: {arch.model_type} is MLA, but {', '.join(lacking)} is missing; MLA's KV and attention FLOP need it"
             )
         out["attention"] = "mla"
         out.update({k: v for k, v in mla.items() if v is not None})
         return
     if heads is None:
         raise ConfigError(f"{path}: num_attention_heads is missing; kb cannot tell the attention kind")
-    kv_heads = _int(config, "num_key_value_heads", path)
-    if kv_heads is None:
-        kv_heads = heads
-        reading.notes.append(
-            "num_key_value_heads is absent, which in Hugging Face configs means one KV head per query head (MHA)"
-        )
+    kv_heads = _kv_heads(config, arch, reading)
     if heads % kv_heads:
         raise ConfigError(f"{path}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
     out["num_kv_heads"] = kv_heads
     out["attention"] = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
-    head_dim = _int(config, "head_dim", path)
+    head_dim = arch.evaluate(config, arch.head_dim, "head_dim")
     hidden = out.get("hidden_size")
-    if head_dim is not None:
-        out["head_dim"] = head_dim
-        if hidden and hidden != head_dim * heads:
-            reading.notes.append(
-                f"head_dim {head_dim} is given explicitly and is not hidden_size ÷ heads ({hidden} ÷ {heads})"
-            )
-    elif hidden:
-        if hidden % heads:
-            raise ConfigError(
-                f"{path}: no head_dim, and hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
-            )
-        out["head_dim"] = hidden // heads
+    if head_dim is None:
+        reading.missing.append(f"head_dim (not in the config, and {arch.model_type}'s code computes none)")
+        return
+    out["head_dim"] = head_dim
+    if arch.head_dim != {"key": "head_dim"}:
         reading.notes.append(
-            f"head_dim is hidden_size ÷ num_attention_heads ({hidden} ÷ {heads}); the config gives none"
+            f"head_dim is hidden_size ÷ num_attention_heads ({hidden} ÷ {heads}), as {arch.model_type}'s code computes it"
         )
-    else:
-        reading.missing.append("head_dim (neither it nor hidden_size is in the config)")
+    elif hidden and hidden != head_dim * heads and "head_dim" not in arch.supplied:
+        reading.notes.append(
+            f"head_dim {head_dim} is given explicitly and is not hidden_size ÷ heads ({hidden} ÷ {heads})"
+        )
 
 
-def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> None:
-    out = reading.fields
-    window = _int(config, "sliding_window", path)
-    types = config.get("layer_types")
+def _kv_heads(config: dict, arch: Architecture, reading: Reading) -> int:
+    """The KV head count by the first of the rule's alternatives whose condition holds."""
+    for alternative in arch.kv_heads:
+        condition = alternative.get("when")
+        if condition is not None and not arch.flag(config, condition):
+            continue
+        if "value" in alternative:
+            reading.notes.append(f"{alternative['value']} KV head, because {condition} is set ({arch.model_type})")
+            return int(alternative["value"])
+        key = alternative["key"]
+        value = _int(config, key, arch.path)
+        if value is None:
+            raise ConfigError(
+                f"{arch.path}: {key} is null or missing and {arch.model_type}'s configuration supplies none; "
+                "kb cannot tell the KV head count"
+            )
+        if key != "num_key_value_heads":
+            reading.notes.append(
+                f"the KV head count is {key} ({value})" + (f", because {condition} is set" if condition else "")
+            )
+        return value
+    raise ConfigError(f"{arch.path}: no rule alternative gives {arch.model_type}'s KV head count")
+
+
+def _layout(config: dict, arch: Architecture, reading: Reading, layers: int | None) -> None:
+    out, path = reading.fields, arch.path
+    kinds = _layer_kinds(config, arch, reading, layers)
+    if kinds is None:
+        return
+    counts = Counter(kinds)  # one pass, in first-seen order
+    sliding, chunked = counts.get("sliding_attention", 0), counts.get("chunked_attention", 0)
+    if sliding and chunked:
+        raise ConfigError(f"{path}: layers both slide and chunk; a model record has one window: write it by hand")
+    if sliding or chunked:
+        key = "sliding_window" if sliding else "attention_chunk_size"
+        size = _int(config, key, path)
+        if size is None:
+            raise ConfigError(f"{path}: the layers include windowed ones but the config gives no window size ({key})")
+        out.update(
+            sliding_window_layers=sliding + chunked,
+            sliding_window=f"{size} token",
+            window_kind="sliding" if sliding else "chunked",
+        )
+    if counts.get("linear_attention"):
+        state = arch.rule.get("linear_state")
+        if state is None:
+            raise ConfigError(
+                f"{path}: the layers include linear_attention ones, and kb's rule for {arch.model_type} does not say "
+                "what state they keep"
+            )
+        out["linear_attention_layers"] = counts["linear_attention"]
+        for field_name, expression in state.items():
+            value = arch.evaluate(config, expression, field_name)
+            if value is not None:
+                out[field_name] = value
+
+
+def _layer_kinds(config: dict, arch: Architecture, reading: Reading, layers: int | None) -> list[str] | None:
+    """Each layer's kind: the config's layer_types where the type's code reads it, else the layout its
+    configuration class makes (default_layers); None when every layer is full attention."""
+    path = arch.path
+    types = config.get("layer_types") if arch.rule.get("layer_types") == "read" else None
     if types is not None:
         if not isinstance(types, list):
             raise ConfigError(f"{path}: layer_types must be a list of layer kinds")
@@ -318,61 +544,49 @@ def _layout(config: dict, path: Path, reading: Reading, layers: int | None) -> N
             raise ConfigError(f"{path}: layer_types must be a list of layer kinds")
         if layers is not None and len(types) != layers:
             raise ConfigError(f"{path}: layer_types lists {len(types)} layers, but num_hidden_layers is {layers}")
-        kinds = Counter(types)  # one pass, in first-seen order
-        unknown = [
-            t
-            for t in kinds
-            if t not in ("full_attention", "sliding_attention", "linear_attention", "chunked_attention")
-        ]
+        unknown = [t for t in Counter(types) if t not in LAYER_KINDS]
         if unknown:
             raise ConfigError(f"{path}: layer_types has kinds kb does not know: {_shown_list(unknown, 5)}")
-        windowed = kinds.get("sliding_attention", 0) + kinds.get("chunked_attention", 0)
-        if windowed:
-            size = window if kinds.get("sliding_attention") else _int(config, "attention_chunk_size", path)
-            if size is None:
-                raise ConfigError(f"{path}: layer_types has windowed layers but the config gives no window size")
-            out.update(
-                sliding_window_layers=windowed,
-                sliding_window=f"{size} token",
-                window_kind="chunked" if kinds.get("chunked_attention") else "sliding",
-            )
-        if kinds.get("linear_attention"):
-            out["linear_attention_layers"] = kinds["linear_attention"]
-        reading.notes.append("layer counts from layer_types: " + ", ".join(f"{n} {t}" for t, n in kinds.items()))
-    elif (interval := _int(config, "full_attention_interval", path)) is not None and layers is not None:
-        if layers % interval:
-            raise ConfigError(
-                f"{path}: num_hidden_layers {layers} is not a multiple of full_attention_interval {interval}"
-            )
-        out["linear_attention_layers"] = layers - layers // interval
-        reading.notes.append(f"every {interval}th layer is full attention (full_attention_interval), the rest linear")
-    elif window is not None and config.get("use_sliding_window", True) is not False:
-        if config.get("max_window_layers") is not None or config.get("sliding_window_pattern") is not None:
-            raise ConfigError(
-                f"{path}: sliding_window with max_window_layers or sliding_window_pattern but no layer_types: "
-                "which layers use the window is ambiguous; write sliding_window_layers by hand"
-            )
-        if layers is not None:
-            out.update(sliding_window_layers=layers, sliding_window=f"{window} token", window_kind="sliding")
-            reading.notes.append(f"sliding_window {window} applies to every layer (no layer_types)")
-    if config.get("attention_chunk_size") is not None and "sliding_window_layers" not in out:
-        raise ConfigError(
-            f"{path}: attention_chunk_size is set but no layer_types says which layers are chunked; "
-            "write sliding_window_layers by hand"
+        reading.notes.append(
+            "layer counts from layer_types: " + ", ".join(f"{n} {t}" for t, n in Counter(types).items())
         )
-    if out.get("linear_attention_layers"):
-        for key in ("linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
-            value = _int(config, key, path)
-            if value is not None:
-                out[key] = value
-    for key, target in (("index_n_heads", "index_n_heads"), ("index_head_dim", "index_head_dim")):
-        value = _int(config, key, path)
-        if value is not None:
-            out[target] = value
-    topk = _int(config, "index_topk", path)
-    if topk is not None:
-        out["sparse_topk"] = f"{topk} token"
-        reading.missing.append("index_dtype_size (the indexer's cache dtype is not in the config)")
+        return types
+    layout = arch.default_layers
+    if layout is None or layers is None:
+        return None
+    if not all(arch.flag(config, key) for key in layout.get("when", [])):
+        return None
+    kind = layout["kind"]
+    kinds = [
+        kind if arch_layer else "full_attention" for arch_layer in _default_layer_pattern(config, arch, layout, layers)
+    ]
+    if kind in kinds:
+        reading.notes.append(
+            f"layer counts from {arch.model_type}'s default layout (no layer_types): "
+            + ", ".join(f"{n} {t}" for t, n in Counter(kinds).items())
+        )
+    return kinds
+
+
+def _default_layer_pattern(config: dict, arch: Architecture, layout: dict, layers: int) -> list[bool]:
+    """Whether each layer is of the layout's kind, as the configuration class builds its layer_types."""
+    path = arch.path
+    flags_key = layout.get("flags")
+    flags = config.get(flags_key) if flags_key else None
+    if flags:  # a per-layer list in the config decides
+        if not isinstance(flags, list) or len(flags) != layers or not all(f in (0, 1) for f in flags):
+            raise ConfigError(f"{path}: '{flags_key}' must list 0 or 1 for each of the {layers} layers")
+        return [f == layout["flag_value"] for f in flags]
+    period = layout.get("period")
+    if isinstance(period, str):
+        period = _int(config, period, path)
+        if period is None:
+            raise ConfigError(f"{path}: '{layout['period']}' is null; kb cannot tell which layers are {layout['kind']}")
+    start = (_int(config, layout["from_layer"], path, 0) or 0) if "from_layer" in layout else 0
+    stop = _int(config, layout["below_layer"], path, 0) if "below_layer" in layout else None
+    stop = layers if stop is None else stop
+    at_end = layout.get("at", "every_but_end") == "end_of_period"
+    return [start <= i < stop and (period is None or ((i + 1) % period == 0) == at_end) for i in range(layers)]
 
 
 def _moe(config: dict, path: Path, reading: Reading) -> None:
