@@ -64,6 +64,12 @@ EXPECTED = {
         48 * per_layer(8, 128),
         {4096: 48 * 4096 * 4096, 1048576: 12 * 4096 * 1048576 + 36 * 4096 * 8192},
     ),
+    # Llama 4 Maverick: the same attention as Scout (no no_rope_layers list, so every 4th of 48 layers is
+    # full, 36 chunked at 8,192 tokens; 8 KV heads x 128); MoE on alternate layers changes no KV
+    "llama-4-maverick": (
+        48 * per_layer(8, 128),
+        {4096: 48 * 4096 * 4096, 131072: 12 * 4096 * 131072 + 36 * 4096 * 8192},
+    ),
     # Gemma 3 4B: text_config gives 34 layers and a 1,024 window; Gemma3TextConfig's defaults give 4 KV
     # heads x head_dim 256 and sliding_window_pattern 6 -> layers 6, 12, ..., 30 full (5), 29 sliding
     "gemma-3-4b-it": (
