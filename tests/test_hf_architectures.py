@@ -150,6 +150,37 @@ def test_falcon_7b_multi_query_is_one_kv_head(kb):
     )
 
 
+def test_deepseek_v32_reads_its_indexer_and_top_k(kb):
+    """DeepSeek-V3.2's shape as DeepseekV32Config reads it (no verbatim config.json was found in the stored
+    repositories, so the keys are written out here): MLA plus an indexer of 64 heads x 128 and top-2,048."""
+    config = {
+        "model_type": "deepseek_v32",
+        "num_hidden_layers": 61,
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "kv_lora_rank": 512,
+        "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "index_n_heads": 64,
+        "index_head_dim": 128,
+        "index_topk": 2048,
+        "torch_dtype": "bfloat16",
+    }
+    result = from_config(kb, config, "DeepSeek V3.2")
+    path = written(kb, result)
+    text = path.read_text()
+    assert "attention: mla" in text and "index_n_heads: 64" in text and "sparse_topk: 2048 token" in text
+    assert "index_dtype_size (the indexer's key cache dtype is not in the config)" in result.out
+    path.write_text(text.replace("sparse_topk: 2048 token\n", "sparse_topk: 2048 token\nindex_dtype_size: 1 B\n"))
+    checks_clean(kb)
+    # 61 layers x (512 + 64) x 2 B of latent, plus 61 x 128 indexer key bytes at 1 B
+    assert explain(kb, "models/deepseek-v3-2.kv_bytes_per_token").startswith(
+        f"models/deepseek-v3-2.kv_bytes_per_token = {61 * 576 * 2 + 61 * 128:,} B/token"
+    )
+
+
 def test_gemma_2_slides_on_alternate_layers_without_layer_types(kb):
     """The issue's second case: Gemma 2 9B's shape (google/gemma-2-9b config.json, no layer_types), where
     Gemma2Config makes every other layer sliding, starting with the first."""

@@ -263,6 +263,7 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
     layers, heads = out.get("num_layers"), out.get("num_attention_heads")
     _attention(config, arch, reading, heads)
     _layout(config, arch, reading, layers)
+    _sparse_indexer(config, arch, reading)
     _moe(config, path, reading)
     dtype = config.get("torch_dtype") or config.get("dtype")
     if isinstance(dtype, str) and dtype in _DTYPE_BYTES:
@@ -357,6 +358,7 @@ class Architecture:
             keys |= {alternative.get("when"), alternative.get("key")}
         for expression in [self.head_dim, *rule.get("when_null", {}).values(), *rule.get("linear_state", {}).values()]:
             keys |= _expression_keys(expression)
+        keys |= set(rule.get("sparse_indexer", {}).values())
         keys.add(rule.get("window_off_unless"))
         if rule.get("layer_types") == "read":
             keys.add("layer_types")
@@ -587,6 +589,23 @@ def _default_layer_pattern(config: dict, arch: Architecture, layout: dict, layer
     stop = layers if stop is None else stop
     at_end = layout.get("at", "every_but_end") == "end_of_period"
     return [start <= i < stop and (period is None or ((i + 1) % period == 0) == at_end) for i in range(layers)]
+
+
+def _sparse_indexer(config: dict, arch: Architecture, reading: Reading) -> None:
+    """Top-k sparse attention with an indexer (DeepSeek Sparse Attention), where the type's rule names the
+    keys its code reads the indexer's heads, head width and top-k from."""
+    keys = arch.rule.get("sparse_indexer")
+    if keys is None:
+        return
+    values = {role: _int(config, keys[role], arch.path) for role in ("n_heads", "head_dim", "topk")}
+    lacking = [keys[role] for role, value in values.items() if value is None]
+    if lacking:
+        raise ConfigError(
+            f"{arch.path}: {arch.model_type} attends top-k with an indexer, but the config gives no {', '.join(lacking)}"
+        )
+    heads, head_dim, topk = values["n_heads"], values["head_dim"], values["topk"]
+    reading.fields.update(index_n_heads=heads, index_head_dim=head_dim, sparse_topk=f"{topk} token")
+    reading.missing.append("index_dtype_size (the indexer's key cache dtype is not in the config)")
 
 
 def _moe(config: dict, path: Path, reading: Reading) -> None:
