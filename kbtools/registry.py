@@ -14,9 +14,11 @@ annotations a type's schema may carry:
   a model's KV bytes at a context length;
 - `x-kb-plausible` on a quantity field: {min, max, reason}, the range values of real hardware fall
   in; a value outside it is a warning (KB540) that gives the range and the reason. Each bound is a finite
-  quantity of the field's kind, min at most max (else KB210, and the range checks nothing);
+  quantity of the field's kind, min at most max (else KB210, and the range checks nothing). A value an
+  x-kb-derive formula that reads no field fixes for the record (0 B/token of KV for `attention: none`)
+  is the schema's own statement and is not judged against it;
 - `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
-  that a sentence naming it is read as stating it (KB610);
+  that a sentence naming it, or a figure followed by it, is read as stating it (KB610);
 - `x-kb-columns`: the fields shown in the type's index table;
 - `x-kb-role`: what kb's own features take the type to be (`source`, `parameter`: see ROLES);
 - `x-kb-charts`: charts the type's pages draw, e.g. `{"kind": "roofline", "bandwidth": field, "peaks": {label: field}}`;

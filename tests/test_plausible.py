@@ -3,6 +3,8 @@ a warning that gives the range and its reason (KB540)."""
 
 from __future__ import annotations
 
+import pytest
+
 
 def gpu(kb, bandwidth, extra=""):
     kb.source()
@@ -84,3 +86,37 @@ def test_format_email_is_enforced_in_a_schema_that_declares_it(kb):
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[src-b]]\n")
     found = kb.check().find("KB200")
     assert len(found) == 1 and found[0].startswith("records/sources/src-a.md:") and "'email'" in found[0], found
+
+
+NO_KV_CACHE = "architecture: other\narchitecture_note: an encoder-only retriever\nattention: none\nnum_layers: 12\n"
+
+
+@pytest.mark.parametrize("stated", ["", "kv_bytes_per_token: 0 B/token\n"])
+def test_a_value_the_schema_fixes_for_the_record_is_not_judged_against_the_range(kb, stated):
+    """A model with attention: none keeps no KV cache, and the schema's derivation says so ('0 B/token' when
+    attention is none): that zero is the schema's, not a figure of a real cache. Before: KB540, derived or
+    stated, on every such model of a migrated knowledge base."""
+    kb.source()
+    kb.record("models", "encoder", "model", NO_KV_CACHE + stated, body="[[src-a]] [[e]]\n")
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[encoder]]\n")
+    result = kb.check("--strict")
+    assert result.exit_code == 0 and not result.lines, result.out
+
+
+def test_the_same_figure_where_the_schema_does_not_fix_it_is_still_a_warning(kb):
+    """A model with attention keeps a KV cache: its 0 B/token is a slip, judged against the range."""
+    kb.source()
+    path = kb.record(
+        "models",
+        "m",
+        "model",
+        "architecture: dense\nattention: gqa\nkv_bytes_per_token: 0 B/token\n",
+        body="[[src-a]]\n",
+    )
+    found = kb.check().find("KB540")
+    line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if l.startswith("kv_bytes_per_token"))
+    assert found == [
+        f"records/models/m.md:{line}:21: warning KB540 kv_bytes_per_token = 0 B/token is outside the range real "
+        "values fall in (1 kB/token to 10 MB/token): KV per token of served transformer models, all layers; a "
+        "per-layer figure is far smaller, a whole context far larger; check the unit and what was measured"
+    ]

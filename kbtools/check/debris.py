@@ -4,6 +4,9 @@ A printf or format placeholder (`%s`, `%d`, `{0}`, `{name}` outside an inline va
 TODO/TBD/FIXME/XXX marker, or lorem ipsum in a record's frontmatter text or body is KB116, a
 warning at the text's line. Such text reads as a figure or a claim to a hurried reader and says
 nothing. kb new's own placeholder ("TODO") is what this catches once a draft is meant to be done.
+What the record quotes is not its own text, and is read as the figure checks read it (prose.py): code
+(backticks, code blocks), quotations ("...", '...'), URLs (a template `https://github.com/{owner}/{repo}`
+among them) and HTML are left out.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import re
 from functools import partial
 
 from kbtools.check.cache import remembered
+from kbtools.check.prose import blank_not_prose, prose_lines
 from kbtools.corpus import Corpus, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
-from kbtools.lang.markdown import blank_inline_values
 
 _DEBRIS = re.compile(
     r"(?<![%\w])%(?:\([a-z_]+\))?[sdifr](?![\w%])"  # printf placeholders: %s, %d, %(name)s
@@ -23,7 +26,6 @@ _DEBRIS = re.compile(
     r"|\blorem ipsum\b",
     re.IGNORECASE,
 )
-_CODE = re.compile(r"`[^`\n]*`")  # code quoted in prose is not debris
 _NOT_TEXT = frozenset({"formula", "url", "config_url", "docs_url", "repository"})  # code and addresses, not prose
 
 
@@ -41,22 +43,17 @@ def _record_debris(record: Record) -> list[Diagnostic]:
     if not _DEBRIS.search("\n".join([record.body or "", *(text for _, text in texts)])):
         return found  # one search over all of it finds nothing: most records (the pattern has no newlines)
     for path, text in texts:
-        match = _search(text)
+        if text.upper() == text and len(text) <= 4:  # a whole value such as "TBD" is the schema's business
+            continue
+        match = _DEBRIS.search(blank_not_prose(text))
         if match:
             line, col = record.value_position(path)
             found.append(_diagnostic(record, line, col, dotted(path), match))
-    body = _CODE.sub(lambda m: " " * len(m.group()), blank_inline_values(record.body or ""))
-    for offset, line_text in enumerate(body.splitlines()):
-        match = _search(line_text)
+    for offset, line_text in prose_lines(record.body or ""):
+        match = _DEBRIS.search(line_text)
         if match:
             found.append(_diagnostic(record, record.body_line + offset, match.start() + 1, "body", match))
     return found
-
-
-def _search(text: str) -> re.Match | None:
-    if text.upper() == text and len(text) <= 4:  # a whole value such as "TBD" is the schema's business
-        return None
-    return _DEBRIS.search(text)
 
 
 def _diagnostic(record: Record, line: int, col: int, where: str, match: re.Match) -> Diagnostic:

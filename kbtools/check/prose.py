@@ -8,24 +8,29 @@ Two checks read every figure a record writes in words (a number with a unit kb k
 
 - KB610, an error: a figure that claims to be one of the record's values and disagrees with it. A
   figure claims a field when it sits in that field's own text (its note or basis, or `<field>_note`)
-  in a sentence that says so ("this value", "the recorded figure", ...) or in any sentence that names
-  the field (its name with spaces, or a word the schema lists in `x-kb-names`). A sentence that links
-  another record of the same type is about that record, not this one.
+  in a sentence that says so ("this value", "the recorded figure", ...), in any sentence that names
+  the field (its name with spaces, or a word the schema lists in `x-kb-names`), or when the words right
+  after it are words of that field's name and of no other's ("128 GB/s per direction": the field is
+  bandwidth_per_direction). A sentence that links another record of the same type is about that record,
+  not this one.
 - KB611, a warning: a figure in the body that is one of the values this record or a record it links
-  to holds, typed by hand where an inline `{{ value }}` would keep it true after an edit.
+  to holds, typed by hand where an inline `{{ value }}` would keep it true after an edit. Where several
+  values equal it, the one the sentence is about: the field it names, else a record it links, else this
+  record's own; where that still leaves several, all of them.
 
 A figure the check must not read as a claim is written so it can tell (docs/records.md): an old figure
 struck through (`~~128 GB/s~~`), a competing value entered among the field's values, a per-part figure
-qualified by "per ..." or "each". Quoted code is not prose.
+qualified by "per ..." or "each", a step of a calculation (the operands beside ×, ÷, +, −; the result
+after `=` or `≈` is a claim). Quoted code is not prose.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from kbtools.corpus import FieldPath, Record, dotted, text_fields
@@ -35,7 +40,7 @@ from kbtools.lang.units import QuantityError, format_quantity, parse_unit, unit_
 
 _NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 _FIGURE = re.compile(
-    r"(?<![\w.,/{$~-])" + _NUMBER + r"(?:(×)(?!\s*[\dA-Z(])|(\s)([A-Za-zµ]+(?:/[A-Za-z]+)?)(?![\w/]))"
+    r"(?<![\w.,/{$~–-])" + _NUMBER + r"(?:(×)(?!\s*[\dA-Z(])|(\s)([A-Za-zµ]+(?:/[A-Za-z]+)?)(?![\w/]))"
     r"|(?<![\w.$])\$" + _NUMBER + r"(?:\s?/\s?([A-Za-z]+)(?![\w/])|\s+per\s+([A-Za-z]+)(?![\w/]))?"
 )
 _PER_PART = re.compile(
@@ -48,10 +53,18 @@ _CLAIMS_THIS = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*_`{])|(?<=;)\s+|\n\s*\n")
-_OPERATOR = re.compile(r"[×÷*/+=≈−]|\s-\s|\btimes\b")
+# a figure beside an arithmetic operator is an operand of a calculation (6,144 bits × 6.25 Gb/s); one an `=` or
+# `≈` joins to others is a side of an equation (252 GB/s ÷ 8 = 31.5 GB/s)
+_OPERATOR_BEFORE = re.compile(r"(?:[×÷*/+−]|\s-|\btimes)[\s(]*$")
+_OPERATOR_AFTER = re.compile(r"[\s)]*(?:[×÷*/+−]|-\s|times\b)")
+_RELATION_BEFORE = re.compile(r"[=≈][\s(]*$")
+_RELATION_AFTER = re.compile(r"[\s)]*[=≈]")
+_WORDS_AFTER = re.compile(r"(?:[ \t-]+[A-Za-z][A-Za-z0-9]*)+")  # "per direction" after "128 GB/s"
+_MAX_WORDS_AFTER = 6
 _NOT_PROSE = re.compile(
     r"`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
-    r'|"[^"\n]*"|“[^”\n]*”'
+    r'|"[^"\n]*"|“[^”\n]*”|‘[^’\n]*’'
+    r"|(?<![\w'])'[^'\n]*'(?!\w)"  # single quotes, not an apostrophe (the vendor's, the models')
 )  # quoted: a document's words, figures as printed
 _LINK = re.compile(r"\[\[([^\]|#]+)")
 _SKIP_KEYS = frozenset(
@@ -91,29 +104,85 @@ class Known:
     quote: str  # what goes between {{ }}
     label: str  # record.field, for messages
     quantity: Any
-    field: str | None  # the field or cost of this record it is (None: another record's)
+    name: str  # the field, cost or input it is, in its record
+    record: str  # the record's key
     competing: tuple[Any, ...] = ()
     own: bool = True  # this record's, where an exactly equal one-digit figure is taken as a quote of it
     computed: bool = False  # a cost: the only kind of value a bare ratio (3×) is compared with
 
 
+@dataclass(frozen=True)
+class FieldNames:
+    """What prose calls the fields of one record: each field's name with spaces and as written, and the words
+    the schema lists in x-kb-names; every field of its type, and the record's costs and inputs."""
+
+    units: dict[str, Any]  # field -> its unit (None: any), for a figure of its kind
+    phrases: dict[str, tuple[tuple[str, ...], ...]]  # field -> each of its names as lower-case words
+    pattern: re.Pattern  # every name as whole words, the longest first: a match is the longest name at its place
+    fields_of: dict[str, tuple[str, ...]]  # a name as lower-case text -> the fields it is a name of
+
+    def named(self, sentence: str) -> dict[str, tuple[int, int]]:
+        """The fields a sentence names, each with where it first does. A name inside a longer name of another
+        field names only that one ("memory capacity" in "memory capacity physical")."""
+        out: dict[str, tuple[int, int]] = {}
+        for match in self.pattern.finditer(sentence):
+            for name in self.fields_of.get(" ".join(match.group().lower().split()), ()):
+                out.setdefault(name, match.span())
+        return out
+
+    def named_after(self, sentence: str, figure: Figure) -> str | None:
+        """The field the words right after a figure name: the longest run of them that is one field's name, or
+        part of the name of one field only ("128 GB/s per direction": bandwidth_per_direction). Of fields
+        whose names all hold it, the one whose name the others' hold is meant (not raw_bandwidth_per_direction,
+        without "raw"); words several names share otherwise ("peak BF16": dense or sparse) say which no more
+        than the unit does, nor does one word that is only part of a name (a bandwidth "bandwidth")."""
+        after = _WORDS_AFTER.match(sentence, figure.end)
+        if after is None:
+            return None
+        words = tuple(re.split(r"[\s-]+", after.group().strip(" \t-").lower()))[:_MAX_WORDS_AFTER]
+        kind = [n for n, unit in self.units.items() if unit is not None and figure.quantity.is_compatible_with(unit)]
+        for count in range(len(words), 0, -1):
+            run = words[:count]
+            whole = [n for n in kind if run in self.phrases[n]]
+            part = [n for n in kind if count > 1 and any(_holds(phrase, run) for phrase in self.phrases[n])]
+            if whole:
+                return whole[0] if len(whole) == 1 else None
+            if part:
+                return self._most_general(part)
+        return None
+
+    def _most_general(self, fields: list[str]) -> str | None:
+        """The one of `fields` whose name every other's holds, or None."""
+        for name in fields:
+            if all(
+                any(_holds(theirs, mine) for theirs in self.phrases[other] for mine in self.phrases[name])
+                for other in fields
+                if other != name
+            ):
+                return name
+        return None
+
+
+def _holds(phrase: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    return any(phrase[i : i + len(run)] == run for i in range(len(phrase) - len(run) + 1))
+
+
 def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[str, Any]) -> list[Diagnostic]:
     own = _own_values(computer, record, fields, costs)
-    names = _field_names(computer, record, own)
+    record_type = computer.types.get(record.type)
+    names = _field_names(record_type, own)
     found: list[Diagnostic] = []
     for path, text in text_fields(record.data, _SKIP_KEYS):
         claimed = _claimed_field(path, own)
         for sentence, offset in _sentences(text):
             figures = list(_figures(sentence))
             about_another = _about_another(computer, record, _keys_linked(computer, sentence)) if figures else False
-            for figure in figures:
-                known = _contradicted(figure, figures, sentence, claimed, names, own, about_another)
-                if known is not None:
-                    line, col = _locate(computer, record, path, text, offset + figure.start)
-                    found.append(_contradiction(record, line, col, dotted(path), figure, known))
-    record_type = computer.types.get(record.type)
+            for figure, known in _contradictions(figures, sentence, claimed, names, own, about_another):
+                line, col = _locate(computer, record, path, text, offset + figure.start)
+                found.append(_contradiction(record, line, col, dotted(path), figure, known))
     asks_inline = record_type is not None and not record_type.quotes_documents
     values_of: dict[str, list[Known]] = {}
+    names_of: dict[str, FieldNames] = {record.key: names}
     for offset, text in prose_lines(record.body or ""):
         for sentence, start in _sentences(text, blanked=True):
             figures = list(_figures(sentence))
@@ -121,36 +190,29 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
             about_another = _about_another(computer, record, linked)
+            contradicted = {f.start: k for f, k in _contradictions(figures, sentence, None, names, own, about_another)}
             pool: list[Known] | None = None
             for figure in figures:
                 line, col = record.body_line + offset, start + figure.start + 1
-                known = _contradicted(figure, figures, sentence, None, names, own, about_another)
-                if known is not None:
-                    found.append(_contradiction(record, line, col, "body", figure, known))
+                if figure.start in contradicted:
+                    found.append(_contradiction(record, line, col, "body", figure, contradicted[figure.start]))
                     continue
                 if not asks_inline:
                     continue
                 if pool is None:
-                    # another record's values count where the sentence links it, and come first: "[[x]], 50 GB/s"
-                    # is x's figure even when this record has a 50 GB/s of its own
                     pool = []
                     for key in linked:
                         if key not in values_of:
                             values_of[key] = _values_of(computer, key) if key != record.key else []
+                        if key not in names_of:
+                            target_type = computer.types.get(computer.corpus.records[key].type)
+                            names_of[key] = _field_names(target_type, values_of[key])
                         pool.extend(values_of[key])
                     pool.extend(own)
-                match = _quoted(figure, pool)
-                if match is not None:
-                    found.append(
-                        Diagnostic.make(
-                            "KB611",
-                            record.path,
-                            line,
-                            col,
-                            f"body: {figure.text} is {match.label} ({format_quantity(match.quantity, None, 6)}) typed by hand; "
-                            f"write {{{{ {match.quote}{_unit_suffix(figure, match)} }}}} so an edit to it cannot leave this stale",
-                        )
-                    )
+                    said = {key: names_of[key].named(sentence) for key in (*linked, record.key)}
+                quoted = _quoted(figure, pool, partial(_is_named, sentence, figure, said, names_of))
+                if quoted:
+                    found.append(_typed_by_hand(record, line, col, figure, quoted))
     return found
 
 
@@ -165,16 +227,17 @@ def _own_values(computer, record: Record, fields: dict[str, Any], costs: dict[st
                     f"{record.key}.{name}",
                     value.quantity,
                     name,
+                    record.key,
                     tuple(a.quantity for a in value.alternatives if a.quantity is not None),
                 )
             )
     for name, value in costs.items():
         if value.quantity is not None:
-            out.append(Known(name, f"{record.key}.costs.{name}", value.quantity, name, computed=True))
+            out.append(Known(name, f"{record.key}.costs.{name}", value.quantity, name, record.key, computed=True))
     for name in record.mapping("inputs"):
         written = computer.written.get((record.key, ("inputs", name)))
         if written is not None:
-            out.append(Known(name, f"{record.key}.inputs.{name}", written.quantity, name))
+            out.append(Known(name, f"{record.key}.inputs.{name}", written.quantity, name, record.key))
     return out
 
 
@@ -208,7 +271,8 @@ def _values_of(computer, key: str) -> list[Known]:
                         f"{key}.{name}",
                         f"{key}.{name}",
                         value.quantity,
-                        None,
+                        name,
+                        key,
                         tuple(a.quantity for a in value.alternatives if a.quantity is not None),
                         own=False,
                     )
@@ -218,32 +282,48 @@ def _values_of(computer, key: str) -> list[Known]:
             value = computer.cost_or_none(target, name)
             if value is not None and value.quantity is not None:
                 out.append(
-                    Known(f"{key}.{name}", f"{key}.costs.{name}", value.quantity, None, own=False, computed=True)
+                    Known(f"{key}.{name}", f"{key}.costs.{name}", value.quantity, name, key, own=False, computed=True)
                 )
     return out
 
 
-def _field_names(computer, record: Record, own: list[Known]) -> dict[str, re.Pattern]:
-    """For each of the record's values, the words a sentence names it by."""
-    record_type = computer.types.get(record.type)
-    out = {}
-    for known in own:
-        name = known.field or ""  # a record's own value always has one
-        plan = record_type.plan.properties.get(name) if record_type else None
-        words = [name.replace("_", " "), name, *((plan.names or ()) if plan is not None else ())]
-        out[name] = _words_pattern(tuple(words))
-    return out
+def _field_names(record_type, values: list[Known]) -> FieldNames:
+    """The names of every field of a record's type (of any kind, with a value or not: a name another field's
+    contains is told from it either way) and of the record's costs and inputs."""
+    fields: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for name, plan in record_type.plan.properties.items() if record_type is not None else ():
+        if plan.quantity is not None or name in record_type.derive:
+            unit = _unit(plan.quantity) if plan.quantity not in (None, "*") else None
+            fields[name] = (unit, plan.names)
+    for known in values:
+        if known.name not in fields or fields[known.name][0] is None:
+            fields[known.name] = (known.quantity.units, fields.get(known.name, (None, ()))[1])
+    return _compiled_names(tuple((name, unit, words) for name, (unit, words) in fields.items()))
 
 
 @lru_cache(maxsize=1024)
-def _words_pattern(words: tuple[str, ...]) -> re.Pattern:
-    return re.compile("|".join(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])" for w in words), re.IGNORECASE)
+def _compiled_names(fields: tuple[tuple[str, Any, tuple[str, ...]], ...]) -> FieldNames:
+    phrases: dict[str, tuple[tuple[str, ...], ...]] = {}
+    fields_of: dict[str, tuple[str, ...]] = {}
+    for name, _, extra in fields:
+        written = [name.replace("_", " "), name, *extra]
+        phrases[name] = tuple(dict.fromkeys(tuple(re.split(r"[\s_-]+", w.lower().strip())) for w in written))
+        for text in dict.fromkeys(" ".join(w.lower().split()) for w in written):
+            fields_of[text] = (*fields_of.get(text, ()), name)
+    longest_first = sorted(fields_of, key=len, reverse=True)
+    pattern = re.compile(
+        "|".join(r"(?<![\w-])" + r"\s+".join(map(re.escape, t.split(" "))) + r"(?![\w-])" for t in longest_first)
+        or r"(?!)",
+        re.IGNORECASE,
+    )
+    return FieldNames({name: unit for name, unit, _ in fields}, phrases, pattern, fields_of)
 
 
 # ------------------------------------------------------------------ reading text
-def _blank(text: str) -> str:
-    """Inline values, quoted code, struck-through (old) figures, URLs and HTML blanked, columns kept
-    (inline values by a linear scan: a line of unclosed {{ must not cost a search from each)."""
+def blank_not_prose(text: str) -> str:
+    """Inline values, quoted code, struck-through (old) figures, quotations, URLs and HTML blanked, columns
+    kept (inline values by a linear scan: a line of unclosed {{ must not cost a search from each): what is
+    not the record's own words, to the figure checks and to KB116's search for a template's leftovers."""
     return _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), blank_inline_values(text))
 
 
@@ -260,12 +340,12 @@ def prose_lines(body: str) -> Iterator[tuple[int, str]]:
             fenced = not fenced
             continue
         if not fenced and not text.startswith("    "):
-            yield offset, _blank(text)
+            yield offset, blank_not_prose(text)
 
 
 def _sentences(text: str, blanked: bool = False) -> Iterator[tuple[str, int]]:
     if not blanked:
-        text = _blank(text)
+        text = blank_not_prose(text)
     start = 0
     for boundary in _SENTENCE.finditer(text):
         yield text[start : boundary.start()], start
@@ -308,7 +388,7 @@ def _unit(text: str):
 # ------------------------------------------------------------------ the two checks
 def _claimed_field(path: FieldPath, own: list[Known]) -> str | None:
     """The field whose own text `path` is: its note or basis, a competing value's note, `<field>_note`."""
-    fields = {k.field for k in own}
+    fields = {k.name for k in own}
     head = path[0] if path else None
     if head == "costs" and len(path) > 1 and path[1] in fields:
         return str(path[1])
@@ -319,37 +399,76 @@ def _claimed_field(path: FieldPath, own: list[Known]) -> str | None:
     return None
 
 
-def _contradicted(
-    figure: Figure,
+def _contradictions(
     figures: list[Figure],
     sentence: str,
     claimed: str | None,
-    names: dict[str, re.Pattern],
+    names: FieldNames,
     own: list[Known],
     about_another: bool,
-) -> Known | None:
-    """The value of this record that `figure` claims and contradicts, or None. `figures` are all of its
-    sentence's; `about_another` says the sentence links another record of this type."""
-    if about_another or figure.unit == "×" or _PER_PART.match(sentence[figure.end :]) or _is_operand(figure, sentence):
-        return None
-    if sum(f.quantity.is_compatible_with(figure.quantity) for f in figures) > 1:
-        return None  # a sentence giving two figures of one kind compares or derives them
-    for known in own:
-        if not figure.quantity.is_compatible_with(known.quantity):
+) -> Iterator[tuple[Figure, Known]]:
+    """Each figure of a sentence that claims a value of this record and contradicts it, with that value.
+    `claimed` is the field whose own text the sentence is; `about_another` says it links another record of
+    this type. A sentence that states two figures of one kind compares or derives them, unless each is
+    followed by the words of its field's name. A figure so followed claims that field; any other, unless a
+    per-part figure, the fields the sentence names."""
+    stated = [f for f in _stated(figures, sentence) if f.unit != "×"] if not about_another else []
+    if not stated:
+        return
+    bound = {f.start: names.named_after(sentence, f) for f in stated}
+    named = names.named(sentence)
+    if claimed is not None and claimed not in named:
+        says_so = _CLAIMS_THIS.search(sentence)
+        if says_so:
+            named[claimed] = says_so.span()
+    for figure in stated:
+        field = bound[figure.start]
+        alike = [f for f in stated if f.quantity.is_compatible_with(figure.quantity)]
+        if len(alike) > 1 and any(bound[f.start] is None for f in alike):
             continue
-        named = names[known.field or ""].search(sentence) or (claimed == known.field and _CLAIMS_THIS.search(sentence))
-        if not named:
+        if field is not None:
+            candidates = [k for k in own if k.name == field]
+        elif _PER_PART.match(sentence[figure.end :]):
             continue
-        if any(_agrees(figure, q) for q in (known.quantity, *known.competing)):
-            return None
-        return known
-    return None
+        else:
+            candidates = [k for k in own if k.name in named]
+        candidates = [k for k in candidates if figure.quantity.is_compatible_with(k.quantity)]
+        if not candidates or any(_agrees(figure, q) for k in candidates for q in (k.quantity, *k.competing)):
+            continue
+        yield figure, min(candidates, key=lambda k: _distance(named.get(k.name), figure))
 
 
-def _is_operand(figure: Figure, sentence: str) -> bool:
-    """A figure next to an operator (6,144 bits × 6.25 Gb/s) is a step of a calculation."""
-    before, after = sentence[max(0, figure.start - 3) : figure.start], sentence[figure.end : figure.end + 3]
-    return bool(_OPERATOR.search(before) or _OPERATOR.search(after))
+def _is_named(
+    sentence: str, figure: Figure, said: dict[str, dict[str, Any]], names_of: dict[str, FieldNames], known: Known
+) -> bool:
+    """Whether a sentence names the field a value is, anywhere in it (`said`, per record) or right after the figure."""
+    return known.name in said[known.record] or names_of[known.record].named_after(sentence, figure) == known.name
+
+
+def _distance(span: tuple[int, int] | None, figure: Figure) -> int:
+    """How far from a figure its sentence names a field (0: by the words right after it)."""
+    if span is None:
+        return 0
+    return max(span[0] - figure.end, figure.start - span[1], 0)
+
+
+def _stated(figures: list[Figure], sentence: str) -> list[Figure]:
+    """The figures a sentence states. Not an operand of a calculation (a figure beside ×, ÷, +, −, / or
+    'times'); of the figures an = or ≈ joins, the result: the one alone after it ("252 GB/s ÷ 8 = 31.5 GB/s",
+    the last of a chain), or where a calculation follows it, the one alone before ("31.5 GB/s = 252 GB/s ÷ 8")."""
+    operand = [
+        bool(_OPERATOR_BEFORE.search(sentence, max(0, f.start - 12), f.start) or _OPERATOR_AFTER.match(sentence, f.end))
+        for f in figures
+    ]
+    result = [
+        not operand[i] and bool(_RELATION_BEFORE.search(sentence, max(0, f.start - 4), f.start))
+        for i, f in enumerate(figures)
+    ]
+    return [
+        f
+        for i, f in enumerate(figures)
+        if not operand[i] and not (_RELATION_AFTER.match(sentence, f.end) and i + 1 < len(figures) and result[i + 1])
+    ]
 
 
 def _same_family(figure: Figure, quantity: Any) -> bool:
@@ -360,20 +479,27 @@ def _same_family(figure: Figure, quantity: Any) -> bool:
     return abs(thousands - round(thousands)) < 1e-9
 
 
-def _quoted(figure: Figure, pool: list[Known]) -> Known | None:
-    """The value a hand-typed figure quotes: equal at the precision written, with at least two significant
+def _quoted(figure: Figure, pool: list[Known], named: Callable[[Known], bool]) -> list[Known]:
+    """The values a hand-typed figure quotes: equal at the precision written, with at least two significant
     digits unless it is exactly this record's own (a bare '2 TB/s' is too coarse to say which value, and
-    '2 bytes' per weight is not another record's 2-byte KV element)."""
+    '2 bytes' per weight is not another record's 2-byte KV element). Of several, those the sentence is about:
+    a field it names, else a record it links, else this record's own; all that are left when it cannot tell.
+    None when one of those is a competing value, which no inline value can quote alone."""
+    matched: list[tuple[Known, bool]] = []  # (the value, whether it is one of its competing values that agrees)
     for known in pool:
         if figure.unit == "×" and not known.computed:
             continue
         if not figure.quantity.is_compatible_with(known.quantity) or not _same_family(figure, known.quantity):
             continue
         if any(_agrees(figure, q, strict=True) for q in known.competing):
-            return None  # a competing value, which no inline value can quote alone
-        if _agrees(figure, known.quantity, strict=True, exact=known.own):
-            return known
-    return None
+            matched.append((known, True))
+        elif _agrees(figure, known.quantity, strict=True, exact=known.own):
+            matched.append((known, False))
+    ranks = [(named(known), not known.own) for known, _ in matched]
+    top = [m for m, rank in zip(matched, ranks, strict=True) if rank == max(ranks)]
+    if any(competing for _, competing in top):
+        return []
+    return list({known.label: known for known, _ in top}.values())
 
 
 def _agrees(figure: Figure, quantity: Any, strict: bool = False, exact: bool = True) -> bool:
@@ -405,11 +531,31 @@ def _contradiction(record: Record, line: int, col: int, where: str, figure: Figu
         record.path,
         line,
         col,
-        f"{where}: the text says {figure.text} for {known.field}, but {known.label} is "
+        f"{where}: the text says {figure.text} for {known.name}, but {known.label} is "
         f"{format_quantity(known.quantity, figure.unit if figure.unit != '×' else None, 6)}: correct the text or the field; "
         f"quote the field as {{{{ {known.quote} }}}} in the body, strike an old figure through (~~{figure.text}~~), "
         "or enter a competing figure among the field's values",
     )
+
+
+def _typed_by_hand(record: Record, line: int, col: int, figure: Figure, quoted: list[Known]) -> Diagnostic:
+    """KB611 for a figure that is one value, or any of several the sentence does not tell apart."""
+    values = [f"{k.label} ({format_quantity(k.quantity, None, 6)})" for k in quoted]
+    inline = [f"{{{{ {k.quote}{_unit_suffix(figure, k)} }}}}" for k in quoted]
+    if len(quoted) == 1:
+        said = f"{values[0]} typed by hand; write {inline[0]}"
+    else:
+        said = (
+            f"{_either(values)} typed by hand, and the sentence does not say which; write the one it is, "
+            f"{_either(inline)},"
+        )
+    return Diagnostic.make(
+        "KB611", record.path, line, col, f"body: {figure.text} is {said} so an edit to it cannot leave this stale"
+    )
+
+
+def _either(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def _locate(computer, record: Record, path: FieldPath, text: str, offset: int) -> tuple[int, int]:

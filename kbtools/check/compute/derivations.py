@@ -210,15 +210,20 @@ def derivation_lookup(c: Computer, record: Record, used: dict[str, Value]):
 
 def check_plausible(c: Computer, record: Record, name: str, value: Value, spec: dict) -> None:
     """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
-    slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540)."""
+    slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540). A figure the schema itself
+    fixes for the record is not judged: a derivation that reads no field states what the record's kind
+    implies, such as the 0 B/token of KV of a model with `attention: none`, which has no cache."""
     try:
         low, high = _bounds(str(spec.get("min", "")), str(spec.get("max", "")))
     except QuantityError:
         return  # the schema's own mistake; the registry reports schema errors elsewhere
     reason = spec.get("reason", "")
+    fixed = schema_fixed(value)
     for figure in [value, *[a for a in value.alternatives if a.rank != "deprecated"]]:
         quantity = figure.quantity
         if quantity is None or any(b is not None and not quantity.is_compatible_with(b) for b in (low, high)):
+            continue
+        if fixed is not None and quantity.is_compatible_with(fixed) and quantity == fixed:
             continue
         if (low is not None and quantity < low) or (high is not None and quantity > high):
             span = " to ".join(format_quantity(b) for b in (low, high) if b is not None)
@@ -231,6 +236,16 @@ def check_plausible(c: Computer, record: Record, name: str, value: Value, spec: 
                 + (f": {reason}" if reason else "")
                 + "; check the unit and what was measured",
             )
+
+
+def schema_fixed(value: Value) -> Any:
+    """The figure the schema's derivation gives a field without reading any of the record's fields (a
+    constant its `when` picks by the record's kind), or None: what a value derived so, or checked against
+    such a derivation, must be."""
+    derived = value if value.formula is not None else value.recomputed
+    if derived is None or derived.formula is None or derived.formula.names or derived.quantity is None:
+        return None
+    return derived.quantity
 
 
 def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
