@@ -60,7 +60,7 @@ def test_a_rename_rewrites_every_reference_and_nothing_else(repo):
     assert f"records/accelerators/nvidia-h100-sxm.md:57:12: host_link: {OLD} -> {NEW}" in out
     assert f"records/measurements/vllm-cpu-offload-h100-pcie5.md:18:17: interconnects[]: {OLD} -> {NEW}" in out
     assert any(l.startswith("records/flops/kv-transfer.md:31:") and "inputs.links[]" in l for l in out)
-    assert f"records/interconnects/cxl-2-x8.md:27:1: body: interconnects/{OLD} -> interconnects/{NEW}" in out
+    assert f"records/interconnects/cxl-2-x8.md:32:1: body: interconnects/{OLD} -> interconnects/{NEW}" in out
     assert any(l.startswith("records/flops/kv-transfer.md:80:") and "body" in l for l in out)
     after = texts(repo)
     assert f"records/interconnects/{OLD}.md" not in after
