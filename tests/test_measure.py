@@ -138,7 +138,7 @@ def test_a_tier_citing_its_measurements_is_priced_with_them_beside_its_nominal_f
     hit_bytes_gb = float(re.search(r"= ([0-9.]+) GB", explained).group(1))
 
     site = tmp_path / "site"
-    assert kb(root, "build", "--out", str(site)).returncode == 0
+    assert kb(root, "build", "--no-search", "--out", str(site)).returncode == 0
     page = (site / "flops" / "eng-profile-kv-tiering-moves-flops-to-bytes.html").read_text()
     table = page[page.index('<div class="cost" id="v-hit_path_time"') :]
     table = table[: table.index("</table>")]
