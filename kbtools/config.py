@@ -192,6 +192,6 @@ def apply_severity(diagnostics: list[Diagnostic], severity: tuple[tuple[str, str
         if wanted == "off":
             continue
         if wanted is not None and wanted != d.severity.value:
-            d = d.model_copy(update={"severity": type(d.severity)(wanted)})
+            d = d.with_severity(type(d.severity)(wanted))
         out.append(d)
     return out

@@ -8,14 +8,13 @@ found. Nothing here parses or validates: that is the stages' work.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from kbtools.diagnostics import Diagnostic, Severity
 
@@ -31,10 +30,9 @@ def dotted(path: FieldPath) -> str:
     return out
 
 
-class Settings(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Settings:
     """Where the repository's parts are; everything is relative to `root`."""
-
-    model_config = ConfigDict(frozen=True)
 
     root: Path
     records_dir: str = "records"
@@ -45,6 +43,15 @@ class Settings(BaseModel):
     severity: tuple[tuple[str, str], ...] = ()  # code -> "error" | "warning" | "off", from the configuration
     severity_at: tuple[tuple[str, str, int, int], ...] = ()  # each configured code: (code, file, line, column)
     config_problems: tuple[Diagnostic, ...] = ()  # what is wrong with the configuration file (KB120)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))  # a str given by a caller is a path all the same
+
+    def as_json_text(self) -> str:
+        """Every setting as one JSON text: what a memo of a run under these settings is keyed by."""
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        fields["config_problems"] = [d.as_json() for d in self.config_problems]
+        return json.dumps(fields, default=str, ensure_ascii=False, separators=(",", ":"))
 
     @property
     def records_path(self) -> Path:

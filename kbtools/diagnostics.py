@@ -7,11 +7,11 @@ so a code cannot exist without documentation.
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
-from typing import NamedTuple
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, NamedTuple
 
 
 class Severity(str, Enum):
@@ -337,10 +337,10 @@ CODES: dict[str, Code] = {
 }
 
 
-class Diagnostic(BaseModel):
-    """One finding, positioned at a file, line and column (1-based)."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Diagnostic:
+    """One finding, positioned at a file, line and column (1-based). A plain frozen dataclass: every kb
+    process makes them, and a validating model library costs each process a tenth of a second to import."""
 
     code: str
     severity: Severity
@@ -364,6 +364,20 @@ class Diagnostic(BaseModel):
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)
+
+    def as_json(self) -> dict[str, Any]:
+        """The finding as JSON data (kb check --format json, the export, the memo), fields in their order."""
+        return {**asdict(self), "severity": self.severity.value}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostic:
+        return cls(**{**data, "severity": Severity(data["severity"])})
+
+    def as_json_text(self) -> str:
+        return json.dumps(self.as_json(), ensure_ascii=False, separators=(",", ":"))
+
+    def with_severity(self, severity: Severity) -> Diagnostic:
+        return replace(self, severity=severity)
 
 
 class KbError(Exception):

@@ -147,7 +147,7 @@ def _hook(obj: dict) -> Any:
     t = _types()
     if tag == "$d":
         code, severity, path, line, column, message, hint = body
-        return Diagnostic.model_construct(
+        return Diagnostic(
             code=code, severity=Severity(severity), path=path, line=line, column=column, message=message, hint=hint
         )
     if tag == "$r":

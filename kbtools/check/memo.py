@@ -45,7 +45,7 @@ def fingerprint(settings: Settings) -> Fingerprint:
     h = hashlib.blake2b(digest_size=20)
     taken = time.time_ns()
     h.update(schema_key(settings.schema_path).encode() if settings.schema_path.is_dir() else b"no schemas")
-    h.update(settings.model_dump_json().encode())
+    h.update(settings.as_json_text().encode())
     newest = 0
     records = settings.records_path
     for directory, subdirs, names in os.walk(records):
@@ -92,7 +92,7 @@ def recall(settings: Settings, seen: Fingerprint) -> tuple[list[Diagnostic], int
         if row is None or not isinstance(row[0], str) or _body_digest(row[0]) != row[1]:
             return None
         body = json.loads(row[0])
-        return [Diagnostic.model_validate(d) for d in body["diagnostics"]], int(body["records"])
+        return [Diagnostic.from_json(d) for d in body["diagnostics"]], int(body["records"])
     except (StateUnavailable, sqlite3.Error, OSError, ValueError, TypeError, KeyError):
         return None  # no memo, or one kb cannot read: the full check answers
 
@@ -101,7 +101,7 @@ def keep(settings: Settings, seen: Fingerprint, diagnostics: list[Diagnostic], r
     """Remember this run's answer under the fingerprint taken before it read anything."""
     if seen.newest_ns >= seen.taken_ns - RACY_NS:
         return  # something changed within the stat's granularity of the fingerprint: its stat proves nothing
-    body = json.dumps({"records": records, "diagnostics": [d.model_dump(mode="json") for d in diagnostics]})
+    body = json.dumps({"records": records, "diagnostics": [d.as_json() for d in diagnostics]})
     try:
         path = _store(settings, create=True)
         connection = sqlite3.connect(path, timeout=30, isolation_level=None)

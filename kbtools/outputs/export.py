@@ -199,7 +199,7 @@ def to_json(corpus: Corpus) -> dict[str, Any]:
             for key, r in sorted(corpus.records.items())
         ],
         "links": [{"source": s, "target": t, "field": f, "line": line} for s, t, f, line in corpus.edges or ()],
-        "diagnostics": [d.model_dump(mode="json") for d in corpus.diagnostics],
+        "diagnostics": [d.as_json() for d in corpus.diagnostics],
     }
 
 

@@ -32,7 +32,7 @@ def with_hint(d: Diagnostic) -> str:
 
 
 def format_json(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    payload = {"diagnostics": [d.model_dump(mode="json") for d in diagnostics], "summary": summary}
+    payload = {"diagnostics": [d.as_json() for d in diagnostics], "summary": summary}
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -75,7 +75,7 @@ class PageReuse:
         for other in sorted(self.calculator_inputs(key)):  # the calculator exports their values
             h.update(f"{other}:{self.shown_of(key, other)}={self.values_of(other)};".encode())
         for d in self.site.errors_by_path.get(record.path, []):
-            h.update(d.model_dump_json().encode())
+            h.update(d.as_json_text().encode())
         return h.hexdigest()
 
     def read_by(self, key: str) -> dict[str, dict[str, str]]:
