@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -367,7 +367,15 @@ class Diagnostic:
 
     def as_json(self) -> dict[str, Any]:
         """The finding as JSON data (kb check --format json, the export, the memo), fields in their order."""
-        return {**asdict(self), "severity": self.severity.value}
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "hint": self.hint,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Diagnostic:

@@ -5,6 +5,8 @@ is data in the schema (fields, x-kb-derive, x-kb-functions), never Python per mo
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_cost_model import DEEPSEEK_SHAPE, LLAMA_70B_SHAPE, explain
 
@@ -60,26 +62,32 @@ def corpus(kb, **shapes):
     assert result.exit_code == 0 and "0 errors" in result.out, result.out
 
 
-def kv_at(kb, model: str, tokens: int, unit: str = "GB") -> str:
-    """What prose quoting the model's kv_bytes at a length renders, through a real cost block."""
+def call_on(kb, model: str, call: str, argument: str, unit: str, class_: str = "kv_transfer") -> str:
+    """What a model function's call renders, through a real cost block: `call` applied to `argument`."""
+    key = f"{call}-{model}-{re.sub(r'[^a-z0-9]+', '-', argument.lower())}".strip("-")
     kb.record(
         "flops",
-        f"kv-{model}-{tokens}",
+        key,
         "flop",
         f"""
-        class: kv_transfer
-        bound_by: storage
+        class: {class_}
+        bound_by: {"compute" if class_ == "prefill_attention" else "storage"}
         inputs:
           model: models/{model}
-          n: {tokens} token
+          argument: {argument}
         costs:
-          kv:
-            formula: model.kv_bytes(n)
-            unit: {unit}
+          value:
+            formula: model.{call}(argument)
+            unit: {unit!r}
     """,
         body=f"[[{model}]]\n",
     )
-    return explain(kb, f"flops/kv-{model}-{tokens}.kv").splitlines()[0].split(" = ", 1)[1]
+    return explain(kb, f"flops/{key}.value").splitlines()[0].split(" = ", 1)[1]
+
+
+def kv_at(kb, model: str, tokens: int, unit: str = "GB") -> str:
+    """What prose quoting the model's kv_bytes at a length renders."""
+    return call_on(kb, model, "kv_bytes", f"{tokens} token", unit)
 
 
 def test_full_attention_kv_grows_with_every_token(kb):
@@ -202,24 +210,7 @@ def test_a_bad_function_call_is_a_diagnostic_at_the_formula(kb, call, message):
 
 
 def _prefill_flops(kb, model: str, tokens: int) -> str:
-    kb.record(
-        "flops",
-        f"attn-{model}-{tokens}",
-        "flop",
-        f"""
-        class: prefill_attention
-        bound_by: compute
-        inputs:
-          model: models/{model}
-          n: {tokens} token
-        costs:
-          attn:
-            formula: model.prefill_attention_flops(n)
-            unit: FLOP
-    """,
-        body=f"[[{model}]]\n",
-    )
-    return explain(kb, f"flops/attn-{model}-{tokens}.attn").splitlines()[0].split(" = ", 1)[1]
+    return call_on(kb, model, "prefill_attention_flops", f"{tokens} token", "FLOP", "prefill_attention")
 
 
 # Llama 4 Scout's shape: 48 layers of 40 query / 8 KV heads of 128; 36 chunked layers of 8,192 tokens
@@ -263,24 +254,7 @@ def test_short_sparse_prefills_take_the_dense_form_when_it_costs_less(kb):
 
 
 def _copies(kb, model: str, tp: int) -> str:
-    kb.record(
-        "flops",
-        f"tp-{model}-{tp}",
-        "flop",
-        f"""
-        class: kv_transfer
-        bound_by: storage
-        inputs:
-          model: models/{model}
-          ranks: {tp}
-        costs:
-          copies:
-            formula: model.kv_copies_under_tp(ranks)
-            unit: '1'
-    """,
-        body=f"[[{model}]]\n",
-    )
-    return explain(kb, f"flops/tp-{model}-{tp}.copies").splitlines()[0].split(" = ", 1)[1]
+    return call_on(kb, model, "kv_copies_under_tp", str(tp), "1")
 
 
 def test_kv_heads_are_replicated_once_the_ranks_outnumber_them(kb):

@@ -290,15 +290,29 @@ def _values_of(computer, key: str) -> list[Known]:
 def _field_names(record_type, values: list[Known]) -> FieldNames:
     """The names of every field of a record's type (of any kind, with a value or not: a name another field's
     contains is told from it either way) and of the record's costs and inputs."""
-    fields: dict[str, tuple[Any, tuple[str, ...]]] = {}
-    for name, plan in record_type.plan.properties.items() if record_type is not None else ():
-        if plan.quantity is not None or name in record_type.derive:
-            unit = _unit(plan.quantity) if plan.quantity not in (None, "*") else None
-            fields[name] = (unit, plan.names)
+    fields = dict(_type_field_names(record_type)) if record_type is not None else {}
     for known in values:
         if known.name not in fields or fields[known.name][0] is None:
             fields[known.name] = (known.quantity.units, fields.get(known.name, (None, ()))[1])
     return _compiled_names(tuple((name, unit, words) for name, (unit, words) in fields.items()))
+
+
+_TYPE_FIELD_NAMES: dict[int, tuple[Any, dict[str, tuple[Any, tuple[str, ...]]]]] = {}
+
+
+def _type_field_names(record_type) -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """Each quantity field of a type with its unit and its x-kb-names: the same for every record of the type,
+    so read once per type (kept by identity: a type is not hashable, and holding it keeps its id its own)."""
+    held = _TYPE_FIELD_NAMES.get(id(record_type))
+    if held is None or held[0] is not record_type:
+        fields = {}
+        for name, plan in record_type.plan.properties.items():
+            if plan.quantity is not None or name in record_type.derive:
+                fields[name] = (_unit(plan.quantity) if plan.quantity not in (None, "*") else None, plan.names)
+        if len(_TYPE_FIELD_NAMES) > 256:  # a long-lived kb serve builds a new registry per schema edit
+            _TYPE_FIELD_NAMES.clear()
+        held = _TYPE_FIELD_NAMES[id(record_type)] = (record_type, fields)
+    return held[1]
 
 
 @lru_cache(maxsize=1024)
