@@ -246,6 +246,7 @@ _REVIVERS = {
     "stat": _same,
     "deps": _same,
     "resolved": _same,
+    "values": _same,  # computed values, in compute.stored's own layout
     "links": lambda v: {**v, "diagnostics": revive(v.get("diagnostics", []))} if isinstance(v, dict) else v,
 }
 
@@ -431,6 +432,7 @@ class Cache:
         # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
         self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
         self._reader: sqlite3.Connection | None = None
+        self.held_reads: dict[str, dict[str, dict[str, str]]] | None = None  # see hold_reads
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
         self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
@@ -553,12 +555,27 @@ class Cache:
         """What `reader` read of other records when its values were last computed: record -> {value: fp}."""
         if reader in self.new_reads:
             return self.new_reads[reader]
+        if self.held_reads is not None:
+            return self.held_reads.get(reader, {})
         rows = self._stored_reads("SELECT reader, dep, body FROM reads WHERE reader = ?", (reader,))
         return rows.get(reader, {})
 
     def all_records_read(self) -> dict[str, dict[str, dict[str, str]]]:
         """records_read of every reader, in one pass over the table (a site build asks for every page)."""
-        return {**self._stored_reads("SELECT reader, dep, body FROM reads"), **self.new_reads}
+        stored = (
+            self.held_reads
+            if self.held_reads is not None
+            else self._stored_reads("SELECT reader, dep, body FROM reads")
+        )
+        return {**stored, **self.new_reads}
+
+    def hold_reads(self) -> None:
+        """Read the whole table now, in this run's read transaction. A run that computed only some records
+        and still needs what every record read (a build's page fingerprints, after the save has ended the
+        transaction) answers from this: from the same snapshot as the values it read, never from rows
+        another kb wrote since."""
+        if self.held_reads is None:
+            self.held_reads = self._stored_reads("SELECT reader, dep, body FROM reads")
 
     def _stored_reads(self, sql: str, args: tuple[str, ...] = ()) -> dict[str, dict[str, dict[str, str]]]:
         """reader -> record read -> {value: fingerprint}, from the stored rows the query selects; a row that does

@@ -149,6 +149,28 @@ def parse_unit(text: str) -> pint.Unit:
     return unit
 
 
+_FACTORS: dict[tuple[Any, Any], float | None] = {}  # (from units, to units) -> factor; None: an offset unit
+
+
+def magnitude_in(quantity: pint.Quantity, unit: str | pint.Unit) -> float:
+    """The quantity's magnitude in `unit` (a unit text or a pint Unit), as a float. A site or an export
+    converts the same few pairs of units hundreds of thousands of times, and pint parses a unit text
+    afresh on every `.to`; pint's own conversion of a multiplicative unit is the magnitude times one
+    factor per pair, so the factor is asked of pint once and the product is the same float `.to` gives.
+    An offset unit (degC) goes through pint each time. Raises what `.to` raises (a dimension mismatch,
+    an unknown unit)."""
+    target = parse_unit(unit) if isinstance(unit, str) else unit
+    key = (quantity._units, target._units)
+    if key not in _FACTORS:
+        one = quantity._REGISTRY.Quantity(1.0, quantity._units)
+        offset = float((one * 0).to(target).magnitude)
+        _FACTORS[key] = float(one.to(target).magnitude) if offset == 0 else None
+    factor = _FACTORS[key]
+    if factor is None:
+        return float(quantity.to(target).magnitude)
+    return float(quantity.magnitude * factor)
+
+
 def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
     """'4.8 TB/s' or a bare number -> Quantity. default_unit is the canonical unit ('*': none)."""
     ureg = unit_registry()

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from kbtools.corpus import Record, RecordValues
-from kbtools.lang.units import format_number, unit_registry
+from kbtools.lang.units import format_number, magnitude_in, unit_registry
 from kbtools.registry import RecordType
 from kbtools.site.context import Page, page_path, relative
 
@@ -224,7 +224,7 @@ class FigureCharts(Page):
                 bars.append(
                     Bar(
                         str(target.data.get("name", row_key)),
-                        float(row.quantity.to("ms").magnitude),
+                        magnitude_in(row.quantity, "ms"),
                         label,
                         relative(page, page_path(row_key)),
                     )
@@ -245,16 +245,14 @@ class FigureCharts(Page):
             if bandwidth is None:
                 continue
             peaks = tuple(
-                (label, float(fields[name].quantity.to("FLOP/s").magnitude))
+                (label, magnitude_in(fields[name].quantity, "FLOP/s"))
                 for label, name in peak_fields.items()
                 if fields.get(name) is not None
             )
             if peaks:
                 name = self.corpus.records[key].data.get("name", key)
                 roofs.append(
-                    Roof(
-                        str(name), float(bandwidth.quantity.to("B/s").magnitude), peaks, relative(page, page_path(key))
-                    )
+                    Roof(str(name), magnitude_in(bandwidth.quantity, "B/s"), peaks, relative(page, page_path(key)))
                 )
         return roofs
 
@@ -287,7 +285,7 @@ class FigureCharts(Page):
                     bars.append(
                         Bar(
                             str(other.data.get("name", key)),
-                            float(value.quantity.to(unit).magnitude),
+                            magnitude_in(value.quantity, unit),
                             other.type or "",
                             relative(page, page_path(key)),
                         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from kbtools.check.compute import Value
+from kbtools.lang.units import magnitude_in
 from kbtools.registry import RecordType
 from kbtools.site.charts import FigureCharts
 from kbtools.site.context import Page, SiteContext, type_view
@@ -59,7 +60,7 @@ class TypeIndexPage(Page):
 
 def _sort_key(value: Value, unit: str | None) -> str:
     try:
-        magnitude = float(value.quantity.to(unit).magnitude) if unit else float(value.quantity.magnitude)
+        magnitude = magnitude_in(value.quantity, unit) if unit else float(value.quantity.magnitude)
     except Exception:
         return ""
     return f"{magnitude:.12e}"

@@ -11,7 +11,13 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from kbtools.check.compute.engine import Computer
-from kbtools.check.compute.incremental import cut_off, dirty_records, keep_for_next_run, with_kept_diagnostics
+from kbtools.check.compute.incremental import (
+    cut_off,
+    dirty_records,
+    keep_for_next_run,
+    with_kept_diagnostics,
+    with_stored_values,
+)
 from kbtools.check.compute.values import Value, how_far, matching, substituted, verdict
 from kbtools.corpus import Corpus
 
@@ -19,10 +25,12 @@ __all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "subst
 
 
 def recompute_costs(corpus: Corpus) -> Corpus:
-    """Compute every value; with a cache, only for records whose inputs changed (for kb check)."""
+    """Compute every value; with a cache, only for records whose inputs changed. kb check keeps no values
+    of the rest; a run that needs them all (a build) reads theirs from the store (compute.stored)."""
     computer = Computer(corpus)
     cache = corpus.cache
-    reuse = cache is not None and not corpus.complete
+    # a scoped run that needs values (kb serve's) computes the whole of its scope: what it holds is that scope
+    reuse = cache is not None and (not corpus.complete or corpus.scope is None)
     only = dirty_records(corpus, cache, computer) if reuse else None
     computed = computer.run(only)
     frontier = set(only or ())
@@ -30,11 +38,13 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         frontier = cut_off(corpus, cache, computer, frontier, only)
         only |= frontier
         computed.update(computer.run(frontier))
+    if reuse and corpus.complete and only is not None:
+        computed = with_stored_values(corpus, cache, computer, computed, only)
     diagnostics = list(computer.diagnostics)
     if cache is not None:
         if reuse and only is not None:
             diagnostics = with_kept_diagnostics(corpus, cache, diagnostics, only)
-        keep_for_next_run(corpus, cache, computer, only, reuse)
+        keep_for_next_run(corpus, cache, computer, only, reuse, computed if corpus.complete else None)
     unique = list(dict.fromkeys(diagnostics))
     if not corpus.complete and corpus.scope is None:
         computed = {}  # kb check keeps diagnostics only: the values would be most of its memory

@@ -15,8 +15,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute.flow import FAILED, QUERY, RAW
+from kbtools.check.compute.stored import Decoder, Encoder
 from kbtools.check.links import Index
-from kbtools.corpus import Corpus, Record
+from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -135,12 +136,54 @@ def with_kept_diagnostics(
     return out
 
 
-def keep_for_next_run(corpus: Corpus, cache: Any, computer: Computer, only: set[str] | None, reuse: bool) -> None:
-    """Per record computed: its digest, how the references it relied on resolved, its findings; and in the
-    reverse-dependency table, the fingerprint of every value it read of every other record."""
+def with_stored_values(
+    corpus: Corpus, cache: Any, computer: Computer, computed: dict[str, RecordValues], only: set[str]
+) -> dict[str, RecordValues]:
+    """Every record's values: those computed this run, the rest read from the store. A record whose stored
+    values are missing (kb check keeps none) or do not decode is computed now and joins `only`; a stored
+    reference that names nothing makes every stored value suspect, and all are computed."""
+    cache.hold_reads()  # what a build's pages rest on, from the snapshot these values come from
+    decoder, unknown = Decoder(), set()
+    decoded: dict[str, RecordValues | None] = {}
+    for key in corpus.records:
+        if key in only:
+            continue
+        entry = cache.compute.get(key)
+        stored = entry.get("values") if entry is not None else None
+        try:
+            decoded[key] = decoder.record(key, stored)
+        except Exception:  # noqa: BLE001 -- whatever a row holds that kb cannot read costs a recomputation
+            unknown.add(key)
+    if unknown:
+        only |= unknown
+        computed.update(computer.run(unknown))
+    everything: dict[str, RecordValues | None] = {**computed, **decoded}
+    try:
+        broken = decoder.resolve(everything)
+    except Exception:  # noqa: BLE001
+        broken = set(decoded)
+    if broken:
+        only |= set(decoded)
+        computed.update(computer.run(set(decoded)))
+        everything = dict(computed)
+    return {key: found for key in corpus.records if (found := everything.get(key)) is not None}
+
+
+def keep_for_next_run(
+    corpus: Corpus,
+    cache: Any,
+    computer: Computer,
+    only: set[str] | None,
+    reuse: bool,
+    values: dict[str, RecordValues] | None = None,
+) -> None:
+    """Per record computed: its digest, how the references it relied on resolved, its findings, and (given
+    `values`, a run that has every record's) its values; and in the reverse-dependency table, the
+    fingerprint of every value it read of every other record."""
     cache.index_fingerprint = computer.index.fingerprint()
     if only is not None and not only and len(cache.compute) == len(corpus.records):
         return  # nothing was computed and nothing was added or removed
+    encoder = Encoder(computer.memo, values) if values is not None else None
     record_paths = corpus.record_paths()
     by_path: dict[str, list[Diagnostic]] = {}
     for d in computer.diagnostics:
@@ -159,11 +202,12 @@ def keep_for_next_run(corpus: Corpus, cache: Any, computer: Computer, only: set[
                     else fingerprint(computer.memo.get((dep, name)))
                 )
                 reads.setdefault(dep, {})[name] = value
-        cache.compute[key] = {
-            "digest": record.digest,
-            "resolved": resolved,
-            "diagnostics": by_path.get(record.path, []),
-        }
+        kept = {"digest": record.digest, "resolved": resolved, "diagnostics": by_path.get(record.path, [])}
+        if encoder is not None:
+            stored = encoder.encode(record, values.get(key))  # type: ignore[union-attr]
+            if stored is not None:
+                kept["values"] = stored
+        cache.compute[key] = kept
         cache.set_reads(key, reads)
     for key in [k for k in cache.compute if k not in corpus.records]:
         del cache.compute[key]
