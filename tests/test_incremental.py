@@ -322,18 +322,24 @@ def test_a_rebuild_renders_only_the_pages_that_show_what_changed(tmp_path):
     target = sorted((root / "records" / "accelerators").glob("*.md"))[0]
     key = f"accelerators/{target.stem}"
     corpus = check_corpus(Settings(root=root), use_cache=False)
-    linking = sorted({s for s, t, _, _ in corpus.edges if t == key and s != key and not s.startswith("hardware-")})
+    linking = sorted({s for s, t, _, _ in corpus.edges if t == key and s != key})
     assert linking
+    charts = sorted(p for p in out.glob("hardware-parameters/*.html") if p.name != "index.html")
+    name = re.search(r"(?m)^name: (.*)$", target.read_text())[1]  # type: ignore[index]
+    assert charts and all(f">{name}<" in p.read_text() for p in charts)  # each charts every accelerator's bandwidth
     pages = [out / f"{key}.html"] + [out / f"{k}.html" for k in linking]
     before = {p: p.stat().st_ino for p in pages}
+    before_charts = {p: p.stat().st_ino for p in charts}
     target.write_text(target.read_text() + "\nOne more sentence of prose.\n")
     build(root, out, fresh=False)
     assert "One more sentence of prose." in pages[0].read_text()
     assert pages[0].stat().st_ino != before[pages[0]]
     assert [p.name for p in pages[1:] if p.stat().st_ino != before[p]] == []
+    assert [p.name for p in charts if p.stat().st_ino != before_charts[p]] == []
     target.write_text(re.sub(r"(?m)^name: (.*)$", r"name: \1 Renamed", target.read_text(), count=1))
     build(root, out, fresh=False)
     assert all(" Renamed" in p.read_text() for p in pages[1:])
+    assert all(" Renamed" in p.read_text() for p in charts)  # a bar's label is the record's name
 
 
 def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):

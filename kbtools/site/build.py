@@ -42,8 +42,8 @@ class SiteBuilder:
     def __init__(self, corpus: Corpus, out: Path, previous: Path | None = None):
         self.site = SiteContext(corpus, out)
         self.theme = self.site.theme
-        self.reuse = PageReuse(self.site, previous)
         charts = FigureCharts(self.site)
+        self.reuse = PageReuse(self.site, previous, charts)
         self.home, self.graph = HomePage(self.site), GraphPage(self.site)
         self.type_index, self.record_page = TypeIndexPage(self.site, charts), RecordPage(self.site, charts)
 

@@ -16,7 +16,7 @@ from typing import Any
 from kbtools.corpus import Record, RecordValues
 from kbtools.lang.units import format_number, magnitude_in, unit_registry
 from kbtools.registry import RecordType
-from kbtools.site.context import Page, page_path, relative
+from kbtools.site.context import Page, SiteContext, page_path, relative
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,10 @@ class FigureCharts(Page):
     """The corpus's figures as the charts a page shows: a cost record's time tables, a type's rooflines,
     a hardware parameter across the records that carry it."""
 
+    def __init__(self, site: SiteContext):
+        super().__init__(site)
+        self.bars: dict[tuple[str, str], list[Bar]] = {}  # (page, parameter) -> its bars
+
     def cost_chart(self, page: str, record: Record, computed: RecordValues) -> str:
         """Every time-valued table of a cost record on one log axis: hit paths against recompute."""
         ureg = unit_registry()
@@ -273,6 +277,19 @@ class FigureCharts(Page):
         return roofline(self.roofs(page, spec, keys, (compare,)), f"Rooflines compared (dense {str(compare).upper()})")
 
     def parameter_chart(self, page: str, record: Record) -> str:
+        unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
+        bars = self.parameter_bars(page, record)
+        return bar_chart(bars, unit or "", f"{record.data.get('name', record.id)} by record", log=True) if bars else ""
+
+    def parameter_bars(self, page: str, record: Record) -> list[Bar]:
+        """A parameter's bars: every record that carries it, with its figure in the parameter's dimension,
+        largest first. Made once per page: the page's fingerprint (reuse.PageReuse) is made of them too."""
+        key = (page, record.key)
+        if key not in self.bars:
+            self.bars[key] = self._parameter_bars(page, record)
+        return self.bars[key]
+
+    def _parameter_bars(self, page: str, record: Record) -> list[Bar]:
         carried = record.mapping("carried_by")
         bars = []
         unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
@@ -293,4 +310,4 @@ class FigureCharts(Page):
                 except Exception:  # a dimension mismatch is reported by kb check (KB510)
                     continue
         bars.sort(key=lambda b: -b.value)
-        return bar_chart(bars, unit or "", f"{record.data.get('name', record.id)} by record", log=True) if bars else ""
+        return bars

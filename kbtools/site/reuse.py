@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
+from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
 from kbtools.site.publish import link_or_copy
 
@@ -20,8 +21,8 @@ ONE_BY_ONE = 50  # pages whose reads are asked for one query each before the who
 
 
 class PageReuse:
-    def __init__(self, site: SiteContext, previous: Path | None):
-        self.site, self.corpus, self.previous = site, site.corpus, previous
+    def __init__(self, site: SiteContext, previous: Path | None, charts: FigureCharts):
+        self.site, self.corpus, self.previous, self.charts = site, site.corpus, previous, charts
         self.previous_manifest: dict[str, str] = {}
         if previous is not None and (previous / MANIFEST).is_file():
             try:
@@ -30,6 +31,7 @@ class PageReuse:
                 self.previous_manifest = {}
         self.manifest: dict[str, str] = {}  # this build's, written by write_manifest
         self.value_prints: dict[str, str] = {}
+        self.link_prints: dict[str, str] = {}  # record -> what a link to it shows, fingerprinted by shown_of
         self.neighbours: dict[str, set[str]] = defaultdict(set)
         self.neighbours_out: dict[str, set[str]] = defaultdict(set)
         for source, target, _, _ in self.corpus.edges or ():
@@ -56,13 +58,13 @@ class PageReuse:
         """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
         the sources its values cite, what a link shows (name, id, type, status, URL, the fields that link
         them); of every record its values read (transitively), the fingerprints of those values; the
-        records its calculator exports, whole; plus the theme, kb itself and the set of ids. None: render
-        it every time. So an edit to a neighbour's prose or to a figure this page does not show re-renders
-        nothing here."""
+        records its calculator exports, whole; a parameter's chart, bar by bar; plus the theme, kb itself and
+        the set of ids. None: render it every time. So an edit to a neighbour's prose or to a figure this
+        page does not show re-renders nothing here."""
         record = self.corpus.records[key]
         cache = self.corpus.cache
-        if cache is None or self.site.registry.has_role(record.type, "parameter"):
-            return None  # parameter pages chart every record of a type: always rendered
+        if cache is None:
+            return None
         read = self.read_by(key)
         shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
         h = hashlib.blake2b(digest_size=16)
@@ -76,6 +78,8 @@ class PageReuse:
             h.update(f"{other}:{self.shown_of(key, other)}={self.values_of(other)};".encode())
         for d in self.site.errors_by_path.get(record.path, []):
             h.update(d.as_json_text().encode())
+        if self.site.registry.has_role(record.type, "parameter"):  # it charts every record that carries it
+            h.update(repr(self.charts.parameter_bars(page_path(key), record)).encode())
         return h.hexdigest()
 
     def read_by(self, key: str) -> dict[str, dict[str, str]]:
@@ -103,19 +107,27 @@ class PageReuse:
         return self.value_prints[key]
 
     def shown_of(self, page_key: str, key: str) -> str:
-        """What a page shows of another record: what its link shows, and the fields linking the two."""
-        record = self.corpus.records.get(key)
-        if record is None:
-            return "-"
-        data = record.data
-        shown = [data.get("name"), record.id, record.type, data.get("status"), data.get("url")]
+        """What a page shows of another record: what its link shows, and the fields linking the two. A page
+        asks this of every record it shows or reads, so the first part is made once per record, and only a
+        neighbour (the graph's links are the edges `neighbours` holds) is asked for the fields."""
+        link = self.link_prints.get(key)
+        if link is None:
+            record = self.corpus.records.get(key)
+            if record is None:
+                link = "-"
+            else:
+                data = record.data
+                link = repr([data.get("name"), record.id, record.type, data.get("status"), data.get("url")])
+            self.link_prints[key] = link
         graph = self.corpus.graph
-        if graph is not None:
-            for a, b in ((page_key, key), (key, page_key)):
-                links = graph.links_between(a, b)
-                if links:
-                    shown.append(sorted(str(field) for field, _ in links))
-        return repr(shown)
+        if link == "-" or graph is None or key not in self.neighbours.get(page_key, ()):
+            return link
+        fields = [
+            sorted(str(field) for field, _ in links)
+            for links in (graph.links_between(page_key, key), graph.links_between(key, page_key))
+            if links
+        ]
+        return f"{link}{fields!r}"
 
     def calculator_inputs(self, key: str) -> set[str]:
         calculator = self.site.calculator
