@@ -469,3 +469,57 @@ def test_a_build_reads_stored_values_and_a_damaged_one_costs_a_recomputation(tmp
         incremental = build(root, tmp_path / "site", fresh=False)
         assert incremental.keys() == full.keys()
         assert [page for page in full if incremental[page] != full[page]] == []
+
+
+def test_pages_rendered_in_forked_workers_are_the_pages_one_process_renders(tmp_path, monkeypatch):
+    """With the render pool on for any number of pages, a cold build and a rebuild after an edit (pages reused
+    by fingerprints the workers sent back) are byte-identical to builds in one process."""
+    import shutil
+
+    root, twin = tmp_path / "kb", tmp_path / "twin"
+    generate(root, 80, seed=24, defects=0.1)
+    shutil.copytree(root, twin)
+    monkeypatch.setenv("KB_RENDER_POOL_MIN", "1")
+    pooled = build(root, tmp_path / "site", fresh=True)
+    monkeypatch.setenv("KB_RENDER_POOL_MIN", "1000000")
+    alone = build(twin, tmp_path / "twin-site", fresh=True)
+    assert pooled.keys() == alone.keys() and [p for p in alone if pooled[p] != alone[p]] == []
+    rng = random.Random(24)
+    for step in range(3):
+        what = edit(root, rng)
+        shutil.rmtree(twin)
+        shutil.copytree(root, twin, ignore=shutil.ignore_patterns("_build"))
+        monkeypatch.setenv("KB_RENDER_POOL_MIN", "1")
+        pooled = build(root, tmp_path / "site", fresh=False)
+        monkeypatch.setenv("KB_RENDER_POOL_MIN", "1000000")
+        alone = build(twin, tmp_path / "twin-site", fresh=True)
+        assert [p for p in alone if pooled.get(p) != alone[p]] == [], f"step {step}: {what}"
+
+
+def test_a_theme_error_in_a_render_worker_is_reported_as_without_workers(tmp_path, monkeypatch, capsys):
+    """A record template that fails for one record only: the build refuses with the template's file, line and
+    error whether the page fell to a forked worker or to kb's own process, and the old site stands."""
+    from kbtools.cli import main
+
+    root = tmp_path / "kb"
+    generate(root, 40, seed=25, defects=0.0)
+    out = tmp_path / "site"
+    assert main(["--root", str(root), "build", "--no-search", "--out", str(out)]) == 0
+    last = sorted((root / "records" / "sources").glob("*.md"))[-1].stem
+    template = root / "site" / "templates" / "record.html"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    template.write_text(
+        '{% extends "base.html" %}{% block content %}\n'
+        f"{{% if key.endswith('/{last}') %}}{{{{ 1 // 0 }}}}{{% endif %}}{{{{ key }}}}\n"
+        "{% endblock %}\n"
+    )
+    reported = []
+    for pool_min in ("1", "1000000"):
+        monkeypatch.setenv("KB_RENDER_POOL_MIN", pool_min)
+        capsys.readouterr()
+        code = main(["--root", str(root), "build", "--no-search", "--out", str(out)])
+        reported.append((code, capsys.readouterr().err))
+    assert reported[0] == reported[1]
+    assert reported[0][0] == 2 and "site/templates/record.html:2:" in reported[0][1], reported[0]
+    assert "ZeroDivisionError" in reported[0][1]
+    assert (out / "index.html").is_file() and not list(tmp_path.glob("site/._*"))

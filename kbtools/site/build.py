@@ -17,11 +17,11 @@ from pathlib import Path
 
 from kbtools.corpus import Corpus
 from kbtools.outputs.targets import build_lock
-from kbtools.progress import track
 from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
 from kbtools.site.graph import GraphPage
 from kbtools.site.home import HomePage
+from kbtools.site.pool import in_workers
 from kbtools.site.publish import (
     SEARCH_DIR,
     check_output,
@@ -54,12 +54,17 @@ class SiteBuilder:
         self.home.write()
         for record_type in site.types_in_order:
             self.type_index.write(record_type)
-        for key in track([k for k in corpus.records if k in site.pages], "Writing pages"):
-            if not self.reuse.reused(key):
-                self.record_page.write(key)
+        keys = [k for k in corpus.records if k in site.pages]
+        self.reuse.prepare(len(keys))
+        in_workers(keys, self.record, self.reuse.manifest_of, self.reuse.manifest.update, "Writing pages")
         self.graph.write()
         self.reuse.write_manifest()
         return len(corpus.records)
+
+    def record(self, key: str) -> None:
+        """A record's page: the previous build's where it shows the same, else rendered."""
+        if not self.reuse.reused(key):
+            self.record_page.write(key)
 
     def patch(self, pages: set[str]) -> list[str]:
         """Of the pages named (the home page, type indexes, record pages), those whose inputs changed since the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
@@ -52,7 +53,18 @@ class PageReuse:
         return self.reuse(page, fingerprint)
 
     def write_manifest(self) -> None:
-        self.site.write(MANIFEST, json.dumps(self.manifest, separators=(",", ":")))
+        self.site.write(MANIFEST, json.dumps(dict(sorted(self.manifest.items())), separators=(",", ":")))
+
+    def manifest_of(self, keys: Sequence[str]) -> dict[str, str]:
+        """The fingerprints noted of these records' pages (what a render worker sends back)."""
+        return {page: self.manifest[page] for page in map(page_path, keys) if page in self.manifest}
+
+    def prepare(self, pages: int) -> None:
+        """Before a build asks for many pages (in forked workers, which must not read the store): what every
+        record read, all at once."""
+        cache = self.corpus.cache
+        if cache is not None and self.reads is None and pages > ONE_BY_ONE:
+            self.reads = cache.all_records_read()
 
     def fingerprint(self, key: str) -> str | None:
         """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
