@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(
@@ -79,3 +81,44 @@ def test_a_leftover_beside_quoted_text_is_still_one(kb, body, leftover):
         f"records/engines/e.md:{line}:{col}: warning KB116 body: {leftover!r} looks like a template's or a tool's "
         "leftover; write what it stands for, or remove it"
     ]
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "todo",
+                "ToDo",
+                "TBD",
+                "fixme",
+                "XXX",
+                "lorem ipsum",
+                "lorem",
+                "ipſum",
+                "ı",
+                "K",
+                "%s",
+                "%",
+                "{0}",
+                "{",
+                "}",
+                " ",
+                "\n",
+                "a",
+                "x",
+                "TO",
+                "DO",
+                "é",
+                "\u212a",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+@settings(max_examples=400, deadline=None)
+def test_the_quick_test_for_leftovers_agrees_with_the_pattern(text):
+    """Most records hold no leftover, so a cold check first asks a cheaper question; it must never say
+    'none' where the pattern finds one (nor the reverse), in ASCII or beyond it."""
+    from kbtools.check.debris import _DEBRIS, _may_hold_debris
+
+    assert _may_hold_debris(text) == (_DEBRIS.search(text) is not None)
