@@ -523,3 +523,40 @@ def test_a_theme_error_in_a_render_worker_is_reported_as_without_workers(tmp_pat
     assert reported[0][0] == 2 and "site/templates/record.html:2:" in reported[0][1], reported[0]
     assert "ZeroDivisionError" in reported[0][1]
     assert (out / "index.html").is_file() and not list(tmp_path.glob("site/._*"))
+
+
+def test_explain_and_export_from_stored_values_are_those_of_a_run_without_a_store(tmp_path, monkeypatch, capsys):
+    """kb explain walks a value's inputs eight levels deep and kb export writes every value: read from the
+    store after a build and random edits, both print what a run with no store prints."""
+    import json
+
+    from kbtools.cli import main
+
+    root = tmp_path / "kb"
+    generate(root, 80, seed=26, defects=0.1)
+    add_chain(root)
+    store = tmp_path / "state"
+
+    def printed(*args: str, stored: bool) -> str:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(store if stored else tmp_path / f"none-{len(args)}-{args[-1][-9:]}"))
+        capsys.readouterr()
+        main(["--root", str(root), *args])
+        return capsys.readouterr().out
+
+    def exported(stored: bool) -> dict:
+        out = tmp_path / ("stored.json" if stored else "cold.json")
+        out.unlink(missing_ok=True)
+        printed("export", "--json", str(out), stored=stored)
+        data = json.loads(out.read_text())
+        data.pop("generator", None)
+        return data
+
+    rng = random.Random(26)
+    build(root, tmp_path / "site", fresh=False)  # under this test's store: every value is kept
+    for step in range(4):
+        what = edit(root, rng)
+        printed("build", "--force", "--no-search", "--out", str(tmp_path / "site"), stored=True)
+        for target in ("flops/chain-f.twice", "measurements/chain-m"):
+            if (root / "records" / f"{target.split('.')[0]}.md").exists():
+                assert printed("explain", target, stored=True) == printed("explain", target, stored=False), what
+        assert exported(stored=True) == exported(stored=False), f"step {step}: {what}"
