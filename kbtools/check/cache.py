@@ -317,11 +317,15 @@ class Table:
     def attach(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
 
-    def preload(self) -> None:
+    def preload(self, skip: tuple[str, ...] = ()) -> None:
+        """Every stored row but those of the fields in `skip` (which this run will not ask for)."""
         if self.connection is None:
             return
         raw: dict[str, dict[str, str]] = {}
-        for name, field, body in self.connection.execute(f"SELECT name, field, body FROM {self.sql}"):
+        rows = self.connection.execute(
+            f"SELECT name, field, body FROM {self.sql} WHERE field NOT IN ({', '.join('?' * len(skip))})", skip
+        )
+        for name, field, body in rows:
             if name not in self.live and name not in self.deleted:
                 raw.setdefault(name, {})[field] = body
         self.raw, self.connection, self._names = raw, None, None
@@ -511,11 +515,13 @@ class Cache:
         self.compute_global, self.trusted, self.indexed = [], False, False
         self.index_fingerprint = self.generation = None
 
-    def preload(self) -> None:
-        """Every stored row, in one query per table: for a run that visits every record."""
+    def preload(self, values: bool = True) -> None:
+        """Every stored row, in one query per table: for a run that visits every record. Without `values`
+        (kb check, which keeps none), records' stored values stay in the store: they are most of its
+        bytes (16 MB of 18 at 10,000 records)."""
         try:
-            for table in (self.files, self.compute):
-                table.preload()
+            self.files.preload()
+            self.compute.preload(() if values else ("values",))
         except sqlite3.Error:
             self._forget()
 

@@ -47,7 +47,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
             corpus = None
     if corpus is None:
         if cache is not None:
-            cache.preload()
+            cache.preload(values=complete)
         corpus = replace(load_corpus(settings, registry, cache), complete=complete or cache is None)
         corpus = _whole_run(corpus)
     if cache is not None:
