@@ -14,7 +14,8 @@ the record's values unknown, and the caller computes them: the store can cost ti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pint.util import UnitsContainer
@@ -69,30 +70,21 @@ class Encoder:
         def node(value: Value) -> int:
             if id(value) in seen:
                 return seen[id(value)]
-            body = [
-                quantity(value.quantity),
-                value.record,
-                value.name,
-                value.path,
-                value.line,
-                value.basis,
-                value.confidence,
-                list(value.sources),
-                value.unit,
-                value.formula.text if value.formula is not None else None,
-                [[n, shared(v)] for n, v in value.inputs],
-                node(value.recomputed) if value.recomputed is not None else None,
-                [[n, node(v)] for n, v in value.rows] if value.rows is not None else None,
-                value.vendor_claim,
-                value.note,
-                [node(a) for a in value.alternatives],
-                value.rank,
-                value.weakest,
-                [[label, quantity(q)] for label, q in value.variants],
-            ]
+            body = [kinds.get(name, _plain)(getattr(value, name)) for name in VALUE_FIELDS]
             seen[id(value)] = len(nodes)
             nodes.append(body)
             return seen[id(value)]
+
+        kinds: dict[str, Callable[[Any], Any]] = {  # how each field is stored; any other as it is (_plain)
+            "quantity": quantity,
+            "sources": list,
+            "formula": lambda f: f.text if f is not None else None,
+            "inputs": lambda inputs: [[n, shared(v)] for n, v in inputs],
+            "recomputed": lambda v: node(v) if v is not None else None,
+            "rows": lambda rows: [[n, node(v)] for n, v in rows] if rows is not None else None,
+            "alternatives": lambda values: [node(a) for a in values],
+            "variants": lambda variants: [[label, quantity(q)] for label, q in variants],
+        }
 
         fields = {name: node(v) for name, v in values.fields.items()}
         costs = {name: node(v) for name, v in values.costs.items()}
@@ -121,6 +113,17 @@ class Encoder:
             found = values.costs.get(name[len(COST) :]) if name.startswith(COST) else values.fields.get(name)
             return found is not None
         return False
+
+
+VALUE_FIELDS = tuple(f.name for f in dataclasses.fields(Value))  # a node is these, in this order
+
+
+def _plain(value: Any) -> Any:
+    """A field stored as it is: JSON's own kinds only, so a field added to Value that is none of them fails
+    here, where the record's values are then not kept, rather than in the store's write."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    raise Undecodable(f"a {type(value).__name__} field is not kept")
 
 
 def quantity(q: Any) -> list[Any] | None:
@@ -164,48 +167,23 @@ class Decoder:
         if stored.get("none"):
             return None
         made: list[Value] = []
+        kinds: dict[str, Callable[[Any], Any]] = {
+            "quantity": self.quantity,
+            "sources": tuple,
+            "formula": lambda f: parse_formula(f) if f is not None else None,
+            "inputs": lambda _: (),  # put in place by `resolve`, once every record's values are made
+            "recomputed": lambda i: self.local(made, i) if i is not None else None,
+            "rows": lambda rows: tuple((n, self.local(made, i)) for n, i in rows) if rows is not None else None,
+            "alternatives": lambda indexes: tuple(self.local(made, i) for i in indexes),
+            "variants": lambda variants: tuple((label, self.quantity(v)) for label, v in variants),
+        }
         for body in stored["nodes"]:
-            (
-                q,
-                record,
-                name,
-                path,
-                line,
-                basis,
-                confidence,
-                sources,
-                unit,
-                formula,
-                inputs,
-                recomputed,
-                rows,
-                vendor_claim,
-                note,
-                alternatives,
-                rank,
-                weakest,
-                variants,
-            ) = body
+            if not isinstance(body, list) or len(body) != len(VALUE_FIELDS):
+                raise Undecodable("a value node of another layout")
             value = Value(
-                self.quantity(q),
-                record,
-                name,
-                path,
-                line,
-                basis,
-                confidence,
-                tuple(sources),
-                unit=unit,
-                formula=parse_formula(formula) if formula is not None else None,
-                recomputed=self.local(made, recomputed) if recomputed is not None else None,
-                rows=tuple((n, self.local(made, i)) for n, i in rows) if rows is not None else None,
-                vendor_claim=vendor_claim,
-                note=note,
-                alternatives=tuple(self.local(made, i) for i in alternatives),
-                rank=rank,
-                weakest=weakest,
-                variants=tuple((label, self.quantity(v)) for label, v in variants),
+                **{name: kinds.get(name, _plain)(part) for name, part in zip(VALUE_FIELDS, body, strict=True)}
             )
+            inputs = body[VALUE_FIELDS.index("inputs")]
             made.append(value)
             if inputs:
                 self.pending.append((key, value, inputs, made))
