@@ -472,7 +472,7 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.explain import ExplainError, explain_target
 
-    corpus = check_corpus(settings)
+    corpus = check_corpus(settings, use_cache=True, complete=True)
     try:
         print("\n".join(explain_target(corpus, args.target)))
     except ExplainError as exc:
