@@ -84,7 +84,7 @@ def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     from kbtools.check.load import parse_record_bytes
 
     root = tmp_path / "kb"
-    generate(root, 1500, seed=5)
+    generate(root, 300, seed=5)
     originals = {p: p.read_bytes() for p in (root / "records").rglob("*.md")}
     proc = subprocess.Popen(
         [KB_SCRIPT, "--root", str(root), "fmt"],

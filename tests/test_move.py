@@ -12,14 +12,38 @@ from pathlib import Path
 import pytest
 from conftest import KB_SCRIPT, REPO
 
+PARTS = ("records", "schema")
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of this repository's knowledge base."""
-    root = tmp_path / "kb"
-    for part in ("records", "schema"):
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("move") / "kb"
+    for part in PARTS:
         shutil.copytree(REPO / part, root / part)
     return root
+
+
+@pytest.fixture
+def repo(copied) -> Path:
+    """A copy of this repository's knowledge base, as committed. One copy serves the module: what a test
+    changed is put back, file by file, and a file left as it was keeps its stat, so kb's store for the copy
+    stays warm (a cold check of the copy costs 2 s a test, and every test here runs kb at least once)."""
+    wanted = {p.relative_to(REPO): p.read_bytes() for part in PARTS for p in (REPO / part).rglob("*") if p.is_file()}
+    for part in PARTS:
+        for path in sorted((copied / part).rglob("*"), reverse=True):  # files before their directories
+            rel = path.relative_to(copied)
+            if path.is_dir() and not path.is_symlink():
+                if not any(path.iterdir()):
+                    path.rmdir()
+            elif rel not in wanted:
+                path.unlink()
+    for rel, data in wanted.items():
+        path = copied / rel
+        if not path.is_file() or path.read_bytes() != data:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    assert {p.relative_to(copied) for part in PARTS for p in (copied / part).rglob("*") if p.is_file()} == set(wanted)
+    return copied
 
 
 def kb(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
