@@ -187,7 +187,7 @@ def edit(root: Path, rng: random.Random) -> str:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_incremental_equals_full_over_random_edits(tmp_path, seed):
     root = tmp_path / "kb"
-    generate(root, 120, seed=seed, defects=0.1)
+    generate(root, 60, seed=seed, defects=0.1)  # every kind of record and edit: what the edits reach is the test
     add_chain(root)
     rng = random.Random(seed)
     assert diagnostics(root, cached=True) == diagnostics(root, cached=False)
@@ -228,7 +228,7 @@ def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_p
     from conftest import KB_SCRIPT
 
     root = tmp_path / "kb"
-    generate(root, 120, seed=12, defects=0.1)
+    generate(root, 60, seed=12, defects=0.1)
     add_chain(root)
     rng = random.Random(12)
 
@@ -299,7 +299,7 @@ def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
     import shutil
 
     root, twin = tmp_path / "kb", tmp_path / "twin"
-    generate(root, 80, seed=seed, defects=0.1)
+    generate(root, 50, seed=seed, defects=0.1)
     rng = random.Random(seed)
     build(root, tmp_path / "site", fresh=True)
     for step in range(8):

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import REPO, run_kb
 
 BIN = Path(sys.executable).parent
 
 
 def kb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([KB_SCRIPT, *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+    return run_kb(*args, cwd=cwd)
 
 
 def test_a_new_knowledge_base_checks_clean_and_builds_at_once(tmp_path):

@@ -40,7 +40,7 @@ def published(corpus: Corpus, out: Path, first: set[str] | None = None) -> dict[
 @pytest.mark.parametrize("seed", [7, 8])
 def test_a_corpus_refreshed_after_each_edit_reports_and_builds_what_a_cold_run_does(tmp_path, seed):
     root, site, cold_site = tmp_path / "kb", tmp_path / "site", tmp_path / "cold"
-    generate(root, 80, seed=seed, defects=0.1)
+    generate(root, 50, seed=seed, defects=0.1)
     add_chain(root)
     live = LiveCorpus(Settings(root=root))
     published(live.refresh(), site)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import REPO, run_kb
 
 PARTS = ("records", "schema")
 
@@ -47,13 +46,7 @@ def repo(copied) -> Path:
 
 
 def kb(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [KB_SCRIPT, "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **env},
-    )
+    return run_kb("--root", str(root), *args, env=env)
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -6,11 +6,11 @@ import json
 import sqlite3
 import subprocess
 
-from conftest import KB_SCRIPT, REPO
+from conftest import REPO, run_kb
 
 
 def kb(*args):
-    return subprocess.run([KB_SCRIPT, *args], cwd=REPO, capture_output=True, text=True)
+    return run_kb(*args, cwd=REPO)
 
 
 def test_query_quantities_with_units():

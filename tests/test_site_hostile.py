@@ -122,10 +122,15 @@ def test_nothing_runs_in_the_browser(hostile_site):
             "engines/index.html",
             "graph.html",
         ]:
-            watch.page.goto(url + rel, wait_until="load")
-            watch.page.wait_for_timeout(200)
-            for link in watch.page.locator("a").all()[:80]:
-                link.hover(timeout=2000) if link.is_visible() else None
+            watch.page.goto(url + rel, wait_until="networkidle")
+            # every element gets the events a user's pointer and keyboard would send it, so a handler
+            # smuggled into any attribute would run now
+            watch.page.evaluate(
+                """() => { for (const el of document.querySelectorAll('*')) {
+                    for (const kind of ['pointerover', 'mouseover', 'mouseenter', 'mousemove', 'focus', 'focusin'])
+                        el.dispatchEvent(new Event(kind, {bubbles: kind !== 'mouseenter' && kind !== 'focus'}));
+                } }"""
+            )
             assert watch.page.evaluate("window.__pwned") is None, rel
         assert watch.dialogs == []
         # the hostile name is shown as text, not markup

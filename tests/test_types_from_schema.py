@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import REPO, run_kb
 
 TYPES = {
     p.name.removesuffix(".schema.json"): json.loads(p.read_text())["x-kb-dir"]
@@ -86,7 +86,7 @@ def renamed(tmp_path_factory) -> Path:
 
 
 def kb(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, timeout=600)
+    return run_kb("--root", str(root), *args)
 
 
 def _values(root: Path, out: Path) -> dict:
