@@ -35,6 +35,7 @@ Adding a record type is adding a schema file (and its directory): no Python edit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -274,6 +275,19 @@ def _key(name: str, value: str | None = None) -> re.Pattern[str]:
     return re.compile(re.escape(json.dumps(name)) + r"\s*:" + (r"\s*" + re.escape(json.dumps(value)) if value else ""))
 
 
+_META_CHECKED: set[bytes] = set()  # digests of schema texts this process found valid against the meta-schema
+
+
+def _check_schema_once(text: str, contents: dict[str, Any]) -> None:
+    """The meta-schema check (raises SchemaError), once per schema text in a process: it is a pure function of
+    the text and a tenth of a second for kb's schemas, and a long-lived process (kb serve, a test session)
+    loads the same schemas again and again."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    if digest not in _META_CHECKED:
+        Draft202012Validator.check_schema(contents)
+        _META_CHECKED.add(digest)
+
+
 def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRegistry:
     """Read every schema file; a broken one is a KB210 diagnostic, never an exception.
 
@@ -309,7 +323,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             continue
         try:
             if not trusted:
-                Draft202012Validator.check_schema(contents)
+                _check_schema_once(text, contents)
         except SchemaError as exc:
             key = next((str(p) for p in reversed(exc.absolute_path) if isinstance(p, str)), "")
             diagnostics.append(
