@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kbtools.files import walk
+
 
 class ChangedMeanwhile(Exception):
     """The file changed after kb read it; kb left it as it is."""
@@ -135,12 +137,15 @@ def remove_stale_temporaries(directory: Path) -> int:
     """Temporary files a killed writer left behind (the records themselves are always whole).
     Call it holding writers_lock, so that no live writer's temporary is taken from it."""
     removed = 0
-    for path in directory.rglob(".*.md.*"):
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and _TEMP.match(path.name):
-            path.unlink(missing_ok=True)
-            removed += 1
+    for _directory, _inner, _subdirs, names in walk(str(directory)):  # no recursion: trees can be deep
+        for entry in names:
+            if not _TEMP.match(entry.name):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                Path(entry.path).unlink(missing_ok=True)
+                removed += 1
     return removed

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 
 MAX_SCHEMA_BYTES = 5 * 1024 * 1024  # this repository's largest schema is some 30 KB
 MAX_CONFIG_BYTES = 1024 * 1024  # kb.toml, pyproject.toml: a few KB
@@ -58,3 +59,38 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> tuple[bytes, 
     if len(raw) > limit:
         raise NotReadable(f"file grew past {limit / 1048576:g} MiB while it was read; it was not read", too_large=True)
     return raw, st
+
+
+def walk(
+    top: str, onerror: Callable[[OSError], None] | None = None
+) -> Iterator[tuple[str, str, list[os.DirEntry[str]], list[os.DirEntry[str]]]]:
+    """os.walk's top-down walk, links never followed into: (directory, its path relative to `top` with '/'
+    ('.' for top itself), subdirectories, other entries), each list sorted by name. Remove an entry from
+    the subdirectories to skip it. Directory entries are scandir's, so an entry's kind and lstat cost no
+    call of their own. A link to a directory is listed with the subdirectories, as os.walk lists it, and
+    not descended. The walk keeps its own stack: a tree can be deeper than Python's (os.walk recurses)."""
+    pending = [(top, ".")]
+    while pending:
+        directory, inner = pending.pop()
+        subdirs: list[os.DirEntry[str]] = []
+        names: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (subdirs if is_dir else names).append(entry)
+        except OSError as error:
+            if onerror is not None:
+                onerror(error)
+            continue
+        subdirs.sort(key=lambda entry: entry.name)
+        names.sort(key=lambda entry: entry.name)
+        yield directory, inner, subdirs, names
+        pending.extend(
+            (entry.path, entry.name if inner == "." else f"{inner}/{entry.name}")
+            for entry in reversed(subdirs)
+            if not entry.is_symlink()
+        )

@@ -191,3 +191,31 @@ def test_a_new_site_takes_the_old_ones_place_in_one_step(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert (out / "index.html").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_directory_tree_deeper_than_pythons_stack_is_walked(kb):
+    """1,200 nested directories under records/: the check (with its store and without), kb fmt and kb mv walk
+    them without recursion (each gave KB900, a RecursionError, before). The record at the bottom is outside
+    every type's directory (KB110)."""
+    kb.source()
+    made = [str(kb.root / "records" / "engines")]
+    for _ in range(1200):  # one at a time: pathlib's and os's makedirs recurse, as does shutil.rmtree below
+        made.append(made[-1] + "/d")
+    for directory in made:
+        os.mkdir(directory)
+    bottom = Path(made[-1]) / "x.md"
+    bottom.write_text("---\nid: x\n---\n")
+    try:
+        for args in (("--no-cache",), (), ()):
+            result = kb.check(*args)
+            assert result.exit_code == 1 and "KB900" not in result.out, result.out[-500:]
+            assert [line.split()[2] for line in result.lines] == ["KB110", "KB307"], result.out[-500:]
+            assert result.lines[0].split(":")[0] == "records/engines" + "/d" * 1200 + "/x.md"
+        fmt = kb.run("fmt")
+        assert fmt.exit_code == 0 and "KB900" not in fmt.out + fmt.err, fmt.out + fmt.err
+        moved = kb.run("mv", "src-a", "src-b")  # refused for the record kb cannot place, and said so
+        assert moved.exit_code == 2 and "cannot read every record" in moved.err, moved.err
+    finally:
+        bottom.unlink(missing_ok=True)
+        for directory in reversed(made):
+            os.rmdir(directory)

@@ -21,7 +21,9 @@ from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
 from kbtools.check.links import QUALIFIED, Index, iter_references
+from kbtools.check.load import MAX_RECORD_BYTES
 from kbtools.corpus import Corpus, Record, Settings
+from kbtools.files import read_regular_file, walk
 from kbtools.ids import id_problem
 from kbtools.lang.markdown import scan_body
 
@@ -193,13 +195,20 @@ def mentions(settings: Settings, move: Move) -> list[tuple[str, int, int]]:
     notes): (file, line, column). kb leaves such text as written; the user should see it."""
     word = re.compile(rf"(?<![\w-]){re.escape(move.source.id)}(?![\w-])")
     out: list[tuple[str, int, int]] = []
-    for path in sorted(settings.records_path.rglob("*.md")):
-        try:
-            text = path.read_text(encoding="utf-8")
+    found = [
+        entry.path
+        for _directory, _inner, _subdirs, names in walk(str(settings.records_path))
+        for entry in names
+        if entry.name.endswith(".md")
+    ]
+    for path in sorted(map(Path, found)):
+        try:  # a regular file only, as the check reads records: never a FIFO or a device
+            text = read_regular_file(path, MAX_RECORD_BYTES)[0].decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        rel = path.relative_to(settings.root).as_posix()
         for number, line in enumerate(text.split("\n"), 1):
-            out.extend((path.relative_to(settings.root).as_posix(), number, m.start() + 1) for m in word.finditer(line))
+            out.extend((rel, number, m.start() + 1) for m in word.finditer(line))
     return out
 
 

@@ -21,7 +21,7 @@ from kbtools.check.cache import Cache, digest
 from kbtools.check.scope import Scope, StoredIndex, StoredRecords, changed_files, too_many
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
-from kbtools.files import NotReadable, read_regular_file
+from kbtools.files import NotReadable, read_regular_file, walk
 from kbtools.ids import id_problem
 from kbtools.lang.units import number_problem, shorten
 from kbtools.progress import track
@@ -86,32 +86,28 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
             )
         )
 
-    for directory, subdirs, names in os.walk(records, onerror=unreadable):
-        subdirs.sort()
-        inner = os.path.relpath(directory, records).replace(os.sep, "/")
-        for name in list(subdirs):
-            full = os.path.join(directory, name)
-            if os.path.islink(full):  # os.walk would pass over it without a word
-                subdirs.remove(name)
-                rel = f"{prefix}/{name if inner == '.' else f'{inner}/{name}'}"
-                diagnostics.append(
-                    Diagnostic.make(
-                        "KB112",
-                        rel,
-                        1,
-                        1,
-                        "is a symlink to a directory; kb does not follow it, so "
-                        "its records were not checked (make it a real directory)",
-                    )
+    for _directory, inner, subdirs, names in walk(records, onerror=unreadable):
+        for entry in [entry for entry in subdirs if entry.is_symlink()]:  # os.walk would pass over it silently
+            subdirs.remove(entry)
+            rel = f"{prefix}/{entry.name if inner == '.' else f'{inner}/{entry.name}'}"
+            diagnostics.append(
+                Diagnostic.make(
+                    "KB112",
+                    rel,
+                    1,
+                    1,
+                    "is a symlink to a directory; kb does not follow it, so "
+                    "its records were not checked (make it a real directory)",
                 )
-        for name in sorted(names):
+            )
+        for entry in names:
+            name = entry.name
             if not name.endswith(".md"):
                 continue
             rel_in = name if inner == "." else f"{inner}/{name}"
             rel = f"{prefix}/{rel_in}"
-            full = os.path.join(directory, name)
-            if os.path.islink(full):
-                target = os.path.realpath(full)
+            if entry.is_symlink():  # the directory listing says so: no lstat of its own
+                target = os.path.realpath(entry.path)
                 if os.path.commonpath([target, real_records]) != real_records:
                     diagnostics.append(
                         Diagnostic.make(

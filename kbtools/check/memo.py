@@ -27,6 +27,7 @@ from pathlib import Path
 from kbtools.check.cache import RACY_NS, schema_key
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic
+from kbtools.files import walk
 from kbtools.state import StateUnavailable, state_dir
 
 NAME = "check-runs.sqlite"
@@ -48,12 +49,11 @@ def fingerprint(settings: Settings) -> Fingerprint:
     h.update(settings.as_json_text().encode())
     newest = 0
     records = settings.records_path
-    for directory, subdirs, names in os.walk(records):
-        subdirs.sort()
-        for name in sorted([*subdirs, *names]):
-            full = os.path.join(directory, name)
+    for _directory, _inner, subdirs, names in walk(str(records)):
+        for entry in sorted([*subdirs, *names], key=lambda entry: entry.name):
+            full = entry.path
             try:
-                st = os.lstat(full)
+                st = entry.stat(follow_symlinks=False)
             except OSError:
                 h.update(f"{full}\0unreadable\n".encode())
                 continue
