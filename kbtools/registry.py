@@ -224,6 +224,8 @@ class RecordType:
 class TypeRegistry:
     types: dict[str, RecordType]
     diagnostics: list[Diagnostic]
+    # digests of the schema texts that met the meta-schema, for a store to vouch for them next time
+    meta_checked: frozenset[bytes] = frozenset()
 
     @cached_property
     def envelope_fields(self) -> tuple[str, ...]:
@@ -278,23 +280,27 @@ def _key(name: str, value: str | None = None) -> re.Pattern[str]:
 _META_CHECKED: set[bytes] = set()  # digests of schema texts this process found valid against the meta-schema
 
 
-def _check_schema_once(text: str, contents: dict[str, Any]) -> None:
-    """The meta-schema check (raises SchemaError), once per schema text in a process: it is a pure function of
-    the text and a tenth of a second for kb's schemas, and a long-lived process (kb serve, a test session)
-    loads the same schemas again and again."""
+def _check_schema_once(text: str, contents: dict[str, Any], vouched: frozenset[bytes]) -> bytes:
+    """The meta-schema check (raises SchemaError) of a schema text, once: it is a pure function of the text and
+    a tenth of a second for kb's schemas. Skipped for a text this process found valid before (kb serve, a test
+    session load the same schemas again and again) and for one the store vouches met it (its digest is among
+    `vouched`). Only a text that passed is ever vouched for, so a broken schema is checked, and reported,
+    on every run. Returns the text's digest."""
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-    if digest not in _META_CHECKED:
+    if digest not in _META_CHECKED and digest not in vouched:
         Draft202012Validator.check_schema(contents)
         _META_CHECKED.add(digest)
+    return digest
 
 
-def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRegistry:
+def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = frozenset()) -> TypeRegistry:
     """Read every schema file; a broken one is a KB210 diagnostic, never an exception.
 
-    trusted: the cache vouches that these exact files were checked before (its key hashes
-    them), so the meta-schema check, a noticeable part of a warm run, is skipped."""
+    vouched: digests of schema texts that an earlier run's store records as having met the meta-schema, so
+    that check, a noticeable part of a warm run in a fresh process, is skipped for them."""
     diagnostics: list[Diagnostic] = []
     documents: dict[str, tuple[Path, str, dict[str, Any]]] = {}
+    checked: set[bytes] = set()
     for path in sorted(schema_dir.glob(f"*{SCHEMA_SUFFIX}")):
         rel = path.relative_to(root).as_posix()
         try:
@@ -322,8 +328,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
             diagnostics.append(Diagnostic.make("KB210", rel, 1, 1, "a schema file must hold a JSON object"))
             continue
         try:
-            if not trusted:
-                _check_schema_once(text, contents)
+            checked.add(_check_schema_once(text, contents, vouched))
         except SchemaError as exc:
             key = next((str(p) for p in reversed(exc.absolute_path) if isinstance(p, str)), "")
             diagnostics.append(
@@ -430,7 +435,7 @@ def load_registry(schema_dir: Path, root: Path, trusted: bool = False) -> TypeRe
     diagnostics.extend(_check_constraint_annotations(documents, root))
     diagnostics.extend(_check_plausible_annotations(documents, root))
     diagnostics.extend(_check_roles_and_charts(types, documents))
-    return TypeRegistry(types=types, diagnostics=diagnostics)
+    return TypeRegistry(types=types, diagnostics=diagnostics, meta_checked=frozenset(checked))
 
 
 # The roles kb's own features hang on: a feature never names a type, it asks for the type with a role.

@@ -94,6 +94,27 @@ def test_broken_schema_file_is_a_diagnostic(kb):
     ), result.out
 
 
+def test_a_broken_schema_is_reported_by_every_run_the_store_answers(kb, monkeypatch, tmp_path):
+    """The store vouches only for schema texts that met the meta-schema. A store written by a run that
+    reported a broken schema once let the next run skip the check and report something else, whenever that
+    next run was not answered whole from the memo (here: a record edited in between)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
+    kb.write("schema/model.schema.json", '{"title": "x",\n  "x-kb-dir": "models",\n  "type": "strin"\n}\n')
+    kb.source()
+    broken = "schema/model.schema.json:3:1: error KB210 invalid JSON Schema"
+    for step in range(3):
+        result = kb.check()
+        assert any(line.startswith(broken) for line in result.find("KB210")), (step, result.out)
+        kb.source(f"src-{step}")  # a change the memo cannot answer for: the store's path
+    from kbtools import registry
+    from kbtools.check import pipeline
+
+    monkeypatch.setattr(pipeline, "_LOADED", {})  # a fresh process: nothing this one checked is remembered
+    monkeypatch.setattr(registry, "_META_CHECKED", set())
+    result = kb.check()
+    assert any(line.startswith(broken) for line in result.find("KB210")), result.out
+
+
 def test_schema_file_that_is_not_json(kb):
     kb.write("schema/model.schema.json", '{"title": "x",\n  oops\n}\n')
     result = kb.check()

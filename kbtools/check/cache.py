@@ -427,6 +427,7 @@ class Cache:
         if settings is not None:  # a setting that changes what compute judges (not severities, applied after)
             self.key += f":tolerance={settings.tolerance!r}"
         self.trusted = False  # the stored rows are this kb's, this schema's and this user's
+        self.meta_checked: frozenset[bytes] = frozenset()  # schema texts that met the meta-schema (digests)
         self.files = Table("files", self._fields)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
         self.compute = Table("compute", self._fields)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
@@ -488,6 +489,9 @@ class Cache:
                 written = meta.get("written_ns")
                 self.written_ns = written if isinstance(written, int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
+                checked = meta.get("meta_checked")
+                if isinstance(checked, list) and all(isinstance(h, str) and len(h) == 32 for h in checked):
+                    self.meta_checked = frozenset(bytes.fromhex(h) for h in checked)
                 index = meta.get("index")
                 self.index_fingerprint = index if isinstance(index, str) else None
                 self.generation = meta.get("generation")
@@ -779,6 +783,7 @@ class Cache:
                 "written_ns": time.time_ns(),
                 "compute_global": list(self.compute_global),
                 "index": self.index_fingerprint,
+                "meta_checked": sorted(digest.hex() for digest in self.meta_checked),
             },
         )
 

@@ -60,22 +60,27 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     return replace(corpus, diagnostics=tuple(diagnostics))
 
 
-_LOADED: dict[tuple[str, str, bool, str], TypeRegistry] = {}  # the last registry this process loaded
+_LOADED: dict[tuple[str, str, str], TypeRegistry] = {}  # the last registry this process loaded
 
 
 def _registry(settings: Settings, cache: Cache | None) -> TypeRegistry:
     """The schema directory's types. A long-lived process (kb serve) checks again after every save, so the
     registry it loaded last is used again while the store's key, which hashes every schema file and kb's
-    own code, is the same (without a store, the same hash): a schema edit loads it afresh."""
-    trusted = bool(cache and cache.trusted)
+    own code, is the same (without a store, the same hash): a schema edit loads it afresh. The store vouches
+    for the schema texts an earlier run found valid, and keeps the ones this run did."""
+    vouched = cache.meta_checked if cache is not None and cache.trusted else frozenset()
     key = cache.key if cache is not None else schema_key(settings.schema_path) if settings.schema_path.is_dir() else ""
+    memo = (str(settings.schema_path), str(settings.root), key)
     if not key:
-        return load_registry(settings.schema_path, settings.root, trusted=trusted)
-    memo = (str(settings.schema_path), str(settings.root), trusted, key)
-    if memo not in _LOADED:
+        registry = load_registry(settings.schema_path, settings.root, vouched)
+    elif memo in _LOADED:
+        registry = _LOADED[memo]
+    else:
         _LOADED.clear()
-        _LOADED[memo] = load_registry(settings.schema_path, settings.root, trusted=trusted)
-    return _LOADED[memo]
+        registry = _LOADED[memo] = load_registry(settings.schema_path, settings.root, vouched)
+    if cache is not None:
+        cache.meta_checked = registry.meta_checked
+    return registry
 
 
 def _stages(corpus: Corpus) -> tuple[Corpus, dict[str, list[Diagnostic]]]:
