@@ -137,7 +137,7 @@ def remove_stale_temporaries(directory: Path) -> int:
     """Temporary files a killed writer left behind (the records themselves are always whole).
     Call it holding writers_lock, so that no live writer's temporary is taken from it."""
     removed = 0
-    for _directory, _inner, _subdirs, names in walk(str(directory)):  # no recursion: trees can be deep
+    for _inner, _subdirs, names in walk(str(directory)):  # no recursion: trees can be deep
         for entry in names:
             if not _TEMP.match(entry.name):
                 continue

@@ -63,9 +63,9 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> tuple[bytes, 
 
 def walk(
     top: str, onerror: Callable[[OSError], None] | None = None
-) -> Iterator[tuple[str, str, list[os.DirEntry[str]], list[os.DirEntry[str]]]]:
-    """os.walk's top-down walk, links never followed into: (directory, its path relative to `top` with '/'
-    ('.' for top itself), subdirectories, other entries), each list sorted by name. Remove an entry from
+) -> Iterator[tuple[str, list[os.DirEntry[str]], list[os.DirEntry[str]]]]:
+    """os.walk's top-down walk, links never followed into: (a directory's path relative to `top` with '/'
+    ('.' for top itself), its subdirectories, its other entries), each list sorted by name. Remove an entry from
     the subdirectories to skip it. Directory entries are scandir's, so an entry's kind and lstat cost no
     call of their own. A link to a directory is listed with the subdirectories, as os.walk lists it, and
     not descended. The walk keeps its own stack: a tree can be deeper than Python's (os.walk recurses)."""
@@ -88,7 +88,7 @@ def walk(
             continue
         subdirs.sort(key=lambda entry: entry.name)
         names.sort(key=lambda entry: entry.name)
-        yield directory, inner, subdirs, names
+        yield inner, subdirs, names
         pending.extend(
             (entry.path, entry.name if inner == "." else f"{inner}/{entry.name}")
             for entry in reversed(subdirs)

@@ -84,8 +84,8 @@ class Result:
 class KB:
     """A knowledge-base repository in a temporary directory, with this repo's schemas."""
 
-    def __init__(self, root: Path, capsys):
-        self.root, self.capsys = root, capsys
+    def __init__(self, root: Path):
+        self.root = root
         shutil.copytree(REPO / "schema", root / "schema")
         (root / "records").mkdir()
 
@@ -116,10 +116,8 @@ class KB:
         )
 
     def run(self, *args: str) -> Result:
-        self.capsys.readouterr()
-        code = main(["--root", str(self.root), *args])
-        captured = self.capsys.readouterr()
-        return Result(code, captured.out, captured.err)
+        done = run_kb("--root", str(self.root), *args)
+        return Result(done.returncode, done.stdout, done.stderr)
 
     def check(self, *args: str) -> Result:
         return self.run("check", *args)
@@ -147,8 +145,8 @@ def git(cwd, *args, env=None):
 
 
 @pytest.fixture
-def kb(tmp_path, capsys) -> KB:
-    return KB(tmp_path / "kb", capsys)
+def kb(tmp_path) -> KB:
+    return KB(tmp_path / "kb")
 
 
 def kb_store(root: Path) -> Path:

@@ -233,15 +233,9 @@ def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_p
     rng = random.Random(12)
 
     def full_output() -> str:  # kb check --no-cache, in this process: the two at once are the processes tested
-        import contextlib
-        import io
+        from conftest import run_kb
 
-        from kbtools.cli import main
-
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            main(["--root", str(root), "check", "--no-cache"])
-        return printed.getvalue()
+        return run_kb("--root", str(root), "check", "--no-cache").stdout
 
     for step in range(6):
         what = edit(root, rng)

@@ -455,7 +455,7 @@ def _as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def shared_kb(capsys):
+def shared_kb():
     """A kb tree another user may read (pytest's tmp directories are private to their owner)."""
     import tempfile
 
@@ -463,7 +463,7 @@ def shared_kb(capsys):
 
     base = Path(tempfile.mkdtemp(prefix="kb-shared-"))
     os.chmod(base, 0o755)
-    yield KB(base / "kb", capsys)
+    yield KB(base / "kb")
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -197,7 +197,7 @@ def mentions(settings: Settings, move: Move) -> list[tuple[str, int, int]]:
     out: list[tuple[str, int, int]] = []
     found = [
         entry.path
-        for _directory, _inner, _subdirs, names in walk(str(settings.records_path))
+        for _inner, _subdirs, names in walk(str(settings.records_path))
         for entry in names
         if entry.name.endswith(".md")
     ]

@@ -86,7 +86,7 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
             )
         )
 
-    for _directory, inner, subdirs, names in walk(records, onerror=unreadable):
+    for inner, subdirs, names in walk(records, onerror=unreadable):
         for entry in [entry for entry in subdirs if entry.is_symlink()]:  # os.walk would pass over it silently
             subdirs.remove(entry)
             rel = f"{prefix}/{entry.name if inner == '.' else f'{inner}/{entry.name}'}"

@@ -49,7 +49,7 @@ def fingerprint(settings: Settings) -> Fingerprint:
     h.update(settings.as_json_text().encode())
     newest = 0
     records = settings.records_path
-    for _directory, _inner, subdirs, names in walk(str(records)):
+    for _inner, subdirs, names in walk(str(records)):
         for entry in sorted([*subdirs, *names], key=lambda entry: entry.name):
             full = entry.path
             try:

@@ -277,7 +277,7 @@ class FigureCharts(Page):
         return roofline(self.roofs(page, spec, keys, (compare,)), f"Rooflines compared (dense {str(compare).upper()})")
 
     def parameter_chart(self, page: str, record: Record) -> str:
-        unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
+        unit = _dimension(record)
         bars = self.parameter_bars(page, record)
         return bar_chart(bars, unit or "", f"{record.data.get('name', record.id)} by record", log=True) if bars else ""
 
@@ -292,7 +292,7 @@ class FigureCharts(Page):
     def _parameter_bars(self, page: str, record: Record) -> list[Bar]:
         carried = record.mapping("carried_by")
         bars = []
-        unit = record.data.get("dimension") if isinstance(record.data.get("dimension"), str) else None
+        unit = _dimension(record)
         for key in (k for type_name in carried for k in self.site.calculator.by_type.get(type_name, [])):
             other = self.corpus.records[key]
             field = carried.get(other.type or "")
@@ -311,3 +311,9 @@ class FigureCharts(Page):
                     continue
         bars.sort(key=lambda b: -b.value)
         return bars
+
+
+def _dimension(record: Record) -> str | None:
+    """The unit a hardware parameter's figures are charted in, as the parameter record names it."""
+    dimension = record.data.get("dimension")
+    return dimension if isinstance(dimension, str) else None

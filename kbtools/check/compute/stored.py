@@ -106,13 +106,16 @@ class Encoder:
         }
 
     def kept(self, key: str, name: str) -> bool:
-        """Whether the record's RecordValues holds the value named (what a reference can be resolved
-        against): a cost of its costs block, or a field its type computes (compute.engine.record_values)."""
-        values = self.computed.get(key)
-        if values is not None:
-            found = values.costs.get(name[len(COST) :]) if name.startswith(COST) else values.fields.get(name)
-            return found is not None
-        return False
+        """Whether the record's RecordValues holds the value named (what a reference can be resolved against)."""
+        return owned(self.computed.get(key), name) is not None
+
+
+def owned(values: RecordValues | None, name: str) -> Any:
+    """The value a record's RecordValues holds under a compute-stage name: a cost of its costs block
+    ('costs.x'), or a field its type computes (compute.engine.record_values). None when it holds none."""
+    if values is None:
+        return None
+    return values.costs.get(name[len(COST) :]) if name.startswith(COST) else values.fields.get(name)
 
 
 VALUE_FIELDS = tuple(f.name for f in dataclasses.fields(Value))  # a node is these, in this order
@@ -217,10 +220,7 @@ class Decoder:
         def target(i: Any, reader: str) -> Value | None:
             if not isinstance(i, _Ref):
                 return i
-            owner = values.get(i.key)
-            found = None
-            if owner is not None:
-                found = owner.costs.get(i.name[len(COST) :]) if i.name.startswith(COST) else owner.fields.get(i.name)
+            found = owned(values.get(i.key), i.name)
             if found is None or isinstance(found, _Ref):
                 broken.add(reader)
             return found
@@ -233,11 +233,7 @@ class Decoder:
         for reader, entry in values.items():
             if entry is None or reader in broken:
                 continue
-            for table in (entry.fields, entry.costs):
-                for name, v in list(table.items()):
-                    if isinstance(v, _Ref):
-                        table[name] = target(v, reader)  # type: ignore[index]
-            for table in entry.hardware.values():
+            for table in (entry.fields, entry.costs, *entry.hardware.values()):
                 for name, v in list(table.items()):
                     if isinstance(v, _Ref):
                         table[name] = target(v, reader)  # type: ignore[index]
