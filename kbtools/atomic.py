@@ -21,6 +21,11 @@ from pathlib import Path
 
 from kbtools.files import walk
 
+# Every temporary kb stages a record in is '.' + the record's name + this mark + mkstemp's 8 characters. The
+# mark is kb's own, so a user's hidden file beside a record ('.notes.md.original') is never taken for a killed
+# run's temporary and removed.
+TEMP_MARK = ".kb-tmp-"
+
 
 class ChangedMeanwhile(Exception):
     """The file changed after kb read it; kb left it as it is."""
@@ -31,7 +36,7 @@ def staged(path: Path, like: os.stat_result | None = None) -> Iterator[Path]:
     """A temporary file beside `path` to write; it becomes `path` in one rename when the block succeeds.
     Its mode (and owner, when allowed) are those of `like`, else what a new file gets under the umask."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
     os.close(handle)
     tmp = Path(name)
     try:
@@ -91,7 +96,7 @@ def temporary_beside(path: Path, text: str, like: os.stat_result | None = None) 
     """A hidden temporary next to `path` holding `text`, synced, with the mode of `like` (else a new
     file's): what becomes `path` in one rename or link. The caller removes it if it never does."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
     os.close(handle)
     tmp = Path(name)
     try:
@@ -112,7 +117,7 @@ def create_file(path: Path, text: str) -> None:
         tmp.unlink()
 
 
-_TEMP = re.compile(r"^\..+\.md\.[A-Za-z0-9_]{8}$")  # what mkstemp above names a staged record
+_TEMP = re.compile(r"^\..+\.md" + re.escape(TEMP_MARK) + r"[a-z0-9_]{8}$")  # what mkstemp names a staged record
 
 
 @contextmanager

@@ -109,3 +109,25 @@ def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     assert f"checked {len(originals)} records" in check.stdout
     assert subprocess.run([KB_SCRIPT, "--root", str(root), "fmt"], capture_output=True).returncode == 0
     assert not [p for p in (root / "records").rglob(".*")], "temporary files left behind"
+
+
+def test_a_killed_runs_temporary_is_removed_and_a_users_hidden_files_are_kept(kb):
+    """kb fmt and kb mv clear what a killed kb left beside a record, and only that: a user's hidden files
+    that merely look like it ('.notes.md.original' has a dot and eight characters after '.md') stay."""
+    import tempfile
+
+    from kbtools.atomic import TEMP_MARK
+
+    kb.source()
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
+    engines = kb.root / "records" / "engines"
+    mine = {".notes.md.original": "my notes\n", ".e.md.backup_1": "a backup\n", f".e.md{TEMP_MARK}mine": "mine\n"}
+    for name, text in mine.items():
+        (engines / name).write_text(text)
+    for command in (("fmt",), ("mv", "engines/e", "e2")):
+        handle, left = tempfile.mkstemp(prefix=f".e.md{TEMP_MARK}", dir=engines)  # as a killed kb leaves one
+        os.close(handle)
+        result = kb.run(*command)
+        assert result.exit_code == 0, result.err
+        assert not os.path.exists(left), command
+        assert {name: (engines / name).read_text() for name in mine} == mine, command
