@@ -224,6 +224,12 @@ CODES: dict[str, Code] = {
         "records/models/x.md:9:13: error KB403 num_layers: '999999999999999999999999…' is out of range: a number of "
         "4,000 digits (kb reads numbers of at most 100 characters); quote it if it is a name or a code, not a figure",
     ),
+    "KB404": Code(
+        E,
+        "A band around a value is malformed: it needs both ends (low, high), in the value's dimension, with the value "
+        "between them.",
+        "records/flops/x.md:30:5: error KB404 inputs.mfu: the value 0.6 is outside its band 0.35 to 0.55",
+    ),
     # recomputation
     "KB500": Code(
         E,

@@ -302,7 +302,7 @@ def test_competing_values_that_disagree_make_the_record_contested(kb):
     assert not kb.check().find("KB530")
     text = explain(kb, "accelerators/gpu-c.memory_bandwidth")
     assert (
-        "range over the normal values: 7,700 GB/s to 8,000 GB/s" in text and "also, ranked normal: 7,700 GB/s" in text
+        "range over the values not deprecated: 7,700 GB/s to 8,000 GB/s" in text and "also, ranked normal: 7,700 GB/s" in text
     )
     # derived figures use the preferred value
     assert explain(kb, "accelerators/gpu-c.ridge_point_fp8").startswith(
@@ -336,16 +336,18 @@ def test_figures_resting_on_competing_values_are_ranges(kb):
     result = kb.check()
     assert result.exit_code == 0 and "0 errors" in result.out, result.out
     text = explain(kb, "flops/hit.read")
-    assert "range over the competing values it rests on: 0.125 ms to 0.1299 ms" in text, text
-    assert "with accelerators/gpu-c.memory_bandwidth = 7,700 GB/s (src-b): 0.1299 ms" in text
+    assert "range: low 0.125 ms, preferred 0.125 ms, high 0.1299 ms, over 1 condition" in text, text
+    assert "if accelerators/gpu-c.memory_bandwidth = 7,700 GB/s (src-b): 0.1299 ms" in text
+    assert "if accelerators/gpu-c.memory_bandwidth = 8,000 GB/s (src-a): 0.125 ms" in text
     assert kb.run("build", "--no-search").exit_code == 0
     page = (kb.root / "site/_build/flops/hit.html").read_text()
     assert ">0.125 ms to 0.1299 ms<" in page  # {{ read | range }}
     assert (
-        ">faster (0.984× the time; 0.984× to 1.02× over competing values, so the verdict turns on "
-        "accelerators/gpu-c.memory_bandwidth)" in page
+        ">faster or slower (0.984× to 1.02× the time; 0.984× at the preferred values): faster if "
+        "accelerators/gpu-c.memory_bandwidth = 8,000 GB/s (src-a); slower if accelerators/gpu-c.memory_bandwidth = "
+        "7,700 GB/s (src-b)<" in page
     )
-    assert 'range over competing values: <span class="figure">0.125 ms to 0.1299 ms</span>' in page
+    assert 'range over the conditions it rests on: <span class="figure">0.125 ms to 0.1299 ms</span>' in page
     out = kb.root / "kb.json"
     assert kb.run("export", "--json", str(out)).exit_code == 0
     import json

@@ -439,6 +439,8 @@ def test_a_build_reads_stored_values_and_a_damaged_one_costs_a_recomputation(tmp
     import shutil
     import sqlite3
 
+    from kbtools.check.compute.stored import FORMAT
+
     root, twin = tmp_path / "kb", tmp_path / "twin"
     generate(root, 80, seed=23, defects=0.1)
     build(root, tmp_path / "site", fresh=True)
@@ -447,7 +449,7 @@ def test_a_build_reads_stored_values_and_a_damaged_one_costs_a_recomputation(tmp
     assert stored == len(list((root / "records").rglob("*.md")))  # every record's values are kept
     edits = {
         "not values": "UPDATE compute_rows SET body = '\"not values\"' WHERE field = 'values'",
-        "another layout": "UPDATE compute_rows SET body = replace(body, '\"format\":1', '\"format\":0')",
+        "another layout": f"UPDATE compute_rows SET body = replace(body, '\"format\":{FORMAT}', '\"format\":0')",
         "dangling reference": 'UPDATE compute_rows SET body = replace(body, \'["ref","\', \'["ref","gone/\')',
         "bad unit": "UPDATE compute_rows SET body = replace(body, '[\"byte\",', '[\"no_such_unit\",')",
     }

@@ -97,8 +97,8 @@ def _values(root: Path, out: Path) -> dict:
 
 def _strip_dirs(values):
     text = json.dumps(values, sort_keys=True)
-    for old, new in RENAMED_DIRS.items():
-        text = text.replace(f'"{new}/', f'"{old}/')
+    for old, new in RENAMED_DIRS.items():  # a key begins a string, or follows a space in a scenario's words
+        text = re.sub(rf'(?<=["\s]){re.escape(new)}/', f"{old}/", text)
     return json.loads(text)
 
 

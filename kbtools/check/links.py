@@ -44,11 +44,18 @@ def iter_references(record: Record, plan: FieldPlan, dirs: set[str]) -> Iterator
         elif node.inputs and isinstance(value, dict):
             # Cost inputs: a string (or list of strings) 'dir/id' with a known dir is a reference.
             for name, item in value.items():
-                items = item if isinstance(item, list) else [item]
+                chosen = isinstance(item, dict) and isinstance(item.get("choose"), list)
+                items = item["choose"] if chosen else item if isinstance(item, list) else [item]
                 for index, entry in enumerate(items):
                     match = QUALIFIED.match(entry) if isinstance(entry, str) else None
                     if match and match.group(1) in dirs:
-                        sub = path + (name, index) if isinstance(item, list) else path + (name,)
+                        sub = (
+                            path + (name, "choose", index)
+                            if chosen
+                            else path + (name, index)
+                            if isinstance(item, list)
+                            else path + (name,)
+                        )
                         yield Reference(sub, entry, ())
 
 

@@ -71,6 +71,9 @@ class Written:
     note: str | None = None
     vendor_claim: bool = False
     rank: str | None = None  # preferred | normal | deprecated, for one of several competing values
+    condition: str | None = None  # when this one of several values holds (the engine, the precision): a choice, not a dispute
+    low: pint.Quantity | None = None  # a sourced band around the value: its low and high end
+    high: pint.Quantity | None = None
 
 
 MAX_UNIT_TEXT = 100
@@ -215,19 +218,47 @@ def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
 def parse_written(value: Any, canonical: str | None) -> Written:
     """A field's value (short or long form) -> Written; checks the dimension against `canonical`."""
     if isinstance(value, dict):
+        if canonical is None and isinstance(value.get("value"), (int, float)) and not isinstance(value.get("value"), bool):
+            canonical = ""  # a bare number where any unit may stand (a cost's input) is a plain number
+        quantity = parse_quantity_text(value.get("value"), canonical)
+        ends = [parse_quantity_text(value[end], canonical) if value.get(end) is not None else None for end in ("low", "high")]
         written = Written(
-            parse_quantity_text(value.get("value"), canonical),
+            quantity,
             value.get("basis"),
             value.get("source"),
             value.get("note"),
             bool(value.get("vendor_claim", False)),
             value.get("rank"),
+            value.get("condition") if isinstance(value.get("condition"), str) else None,
+            *ends,
         )
     else:
         written = Written(parse_quantity_text(value, canonical))
-    if canonical not in (None, "*"):
-        check_dimension(written.quantity, canonical)
+    for quantity in (written.quantity, written.low, written.high):
+        if quantity is not None and canonical not in (None, "*"):
+            check_dimension(quantity, canonical)
+    if written.low is not None or written.high is not None:
+        _check_band(written)
     return written
+
+
+def _check_band(written: Written) -> None:
+    """A band has both ends, in the value's dimension, low <= value <= high."""
+    low, high, value = written.low, written.high, written.quantity
+    if low is None or high is None:
+        raise QuantityError("KB404", "a band needs both its low and its high end")
+    for end in (low, high):
+        if not end.is_compatible_with(value):
+            raise QuantityError(
+                "KB404",
+                f"the band's end {format_quantity(end)} is {describe_dimension(end.dimensionality)}, "
+                f"the value {describe_dimension(value.dimensionality)}",
+            )
+    if not low <= value <= high:
+        raise QuantityError(
+            "KB404",
+            f"the value {format_quantity(value)} is outside its band {format_quantity(low)} to {format_quantity(high)}",
+        )
 
 
 def check_dimension(quantity: pint.Quantity, canonical: str) -> None:

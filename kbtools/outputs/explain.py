@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbtools.check.compute import Value, substituted
+from kbtools.check.compute import Value, scenario_text, substituted
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus
 from kbtools.lang.units import format_quantity
@@ -44,8 +44,8 @@ def explain_record(corpus: Corpus, key: str) -> list[str]:
             how = f"= {value.formula.text if value.formula else value.name}" if value.computed else f"[{value.basis}]"
             if value.recomputed is not None:
                 how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"
-            if value.computed and value.variants:
-                how += f"; range over competing values {value.spread_shown()}"
+            if value.spread is not None:
+                how += f"; range {value.spread_shown()} over the conditions it rests on"
             lines.append(f"  {name} = {value.shown()}  {how}")
     return lines
 
@@ -64,12 +64,31 @@ def _sources(value: Value) -> str:
     return ", ".join(value.sources) if value.sources else "none cited"
 
 
+CASES_SHOWN = 16  # combinations listed under a figure; the range covers them all
+
+
+def _cases(value: Value, indent: str) -> list[str]:
+    """The range, and the figure under each combination of the conditions it rests on."""
+    low, high = value.spread or (value.quantity, value.quantity)
+    count = len(value.conditions())
+    lines = [
+        f"{indent}range: low {format_quantity(low, value.unit, 4)}, preferred {value.shown()}, "
+        f"high {format_quantity(high, value.unit, 4)}, over {count} condition{'' if count == 1 else 's'}"
+        + (" (an interval enclosure: too many combinations to take each)" if value.bounds is not None else "")
+    ]
+    for scenario, figure in value.variants[:CASES_SHOWN]:
+        lines.append(f"{indent}  if {scenario_text(scenario)}: {format_quantity(figure, value.unit, 4)}")
+    if len(value.variants) > CASES_SHOWN:
+        lines.append(f"{indent}  … and {len(value.variants) - CASES_SHOWN} more combinations")
+    return lines
+
+
 def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = False) -> list[str]:
     lines: list[str] = []
     if value.rows is not None:
         lines.append(f"{indent}for each row: {value.formula.text if value.formula else value.name}  [{value.unit}]")
         for row_key, row in value.rows:
-            spread = f"  (range over competing values {row.spread_shown()})" if row.variants else ""
+            spread = f"  (range {row.spread_shown()} over the conditions it rests on)" if row.spread is not None else ""
             lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}{spread}")
         return lines
     checked = value.recomputed
@@ -82,10 +101,8 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
             f"at {_where(corpus, value)}"
         )
         lines.append(f"{indent}sources: {_sources(value)}")
-        if value.variants:
-            lines.append(f"{indent}range over the competing values it rests on: {value.spread_shown()}")
-            for label, figure in value.variants:
-                lines.append(f"{indent}  with {label}: {format_quantity(figure, value.unit, 4)}")
+        if value.spread is not None:
+            lines.extend(_cases(value, indent))
         stated = _stated(corpus, value) if top else None
         if stated:
             lines.append(f"{indent}stated: {stated} (checked against the recomputed figure)")
@@ -103,10 +120,12 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     )
     if value.note:
         lines.append(f"{indent}note: {value.note}")
+    if value.spread is not None and not value.alternatives:  # a band: its low and high end
+        lines.append(f"{indent}range {value.spread_shown()}: the band its source gives")
     if value.alternatives:
-        if value.spread is not None:  # a stated value's variants are its normal (non-deprecated) alternatives
+        if value.spread is not None:  # a stated value's variants are its values not deprecated
             lines.append(
-                f"{indent}rank preferred (kb computes with it); range over the normal values: {value.spread_shown()}"
+                f"{indent}rank preferred (kb computes with it); range over the values not deprecated: {value.spread_shown()}"
             )
         for other in value.alternatives:
             lines.append(

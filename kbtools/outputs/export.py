@@ -29,6 +29,7 @@ from typing import Any
 
 from kbtools import __version__
 from kbtools.atomic import write_synced
+from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
 from kbtools.outputs.targets import OutputError, build_lock, protected_paths
 
@@ -58,7 +59,8 @@ def _spread(value, units) -> dict[str, Any] | None:
     return {
         "low": float(spread[0].to(units).magnitude),
         "high": float(spread[1].to(units).magnitude),
-        "over": [label for label, _ in value.variants],
+        "over": [scenario_text(scenario) for scenario, _ in value.variants],
+        "cases": [{"when": scenario_text(s), "value": float(q.to(units).magnitude)} for s, q in value.variants],
     }
 
 
@@ -71,7 +73,7 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
                 rows = {}
                 for k, v in value.rows:
                     rows[k] = {"value": float(v.quantity.magnitude), "unit": f"{v.quantity.units:~P}"}
-                    if v.variants:
+                    if v.spread is not None:
                         rows[k]["range"] = _spread(v, v.quantity.units)
                 out[name] = {"rows": rows, "computed": True, "formula": value.formula.text if value.formula else None}
                 continue
@@ -85,7 +87,7 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
                 "sources": list(value.sources),
                 "formula": value.formula.text if value.formula else None,
             }
-            if value.variants:
+            if value.spread is not None:
                 out[name]["range"] = _spread(value, quantity.units)
     return out
 
@@ -115,10 +117,16 @@ def _costs(corpus: Corpus, views: dict[str, dict[str, dict[str, Any]]]) -> list[
                 continue
             if "rows" in view:
                 for row, item in view["rows"].items():
-                    found.append((key, name, row, item["value"], item["unit"], "derived", view["formula"]))
+                    found.append((key, name, row, *_ends(item), item["unit"], "derived", view["formula"]))
             else:
-                found.append((key, name, None, view["value"], view["unit"], view["basis"], view["formula"]))
+                found.append((key, name, None, *_ends(view), view["unit"], view["basis"], view["formula"]))
     return found
+
+
+def _ends(item: dict[str, Any]) -> tuple[float, float, float]:
+    """(low, value, high): the value's own figure at both ends when nothing it rests on varies."""
+    spread = item.get("range") or {"low": item["value"], "high": item["value"]}
+    return spread["low"], item["value"], spread["high"]
 
 
 def _sqlite_type(values: list[Any]) -> str:
@@ -161,10 +169,18 @@ def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
         tables[type_name] = table
     tables["costs"] = {
         "description": "Every cost a record computes: one figure, or one row per entry of a for_each table",
-        "columns": {"row": "The for_each entry (a record) the row is for; empty for a single figure"},
+        "columns": {
+            "row": "The for_each entry (a record) the row is for; empty for a single figure",
+            "low": "The lowest figure over every combination of the conditions the cost rests on (the value when none vary)",
+            "value": "The figure at the preferred value of every condition",
+            "high": "The highest figure over every combination of the conditions the cost rests on",
+        },
     }
     tables["links"] = {"description": "Every reference and wikilink: which record names which, in which field"}
-    tables["ranges"] = {"description": "Figures that competing sourced values make a range, with its ends"}
+    tables["ranges"] = {
+        "description": "Figures that the conditions they rest on (competing values, bands, choices of record) make a "
+        "range, with its ends and the combinations it is taken over"
+    }
     tables["diagnostics"] = {"description": "What kb check reported when this export was made"}
     return {
         "generator": GENERATOR,
@@ -262,9 +278,10 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                     )
             # every cost of every record: a single figure, or one row per entry of its for_each table
             db.execute(
-                "CREATE TABLE costs (key TEXT, cost TEXT, row TEXT, value REAL, unit TEXT, basis TEXT, formula TEXT)"
+                "CREATE TABLE costs (key TEXT, cost TEXT, row TEXT, low REAL, value REAL, high REAL, unit TEXT, basis TEXT, "
+                "formula TEXT)"
             )
-            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?)", _costs(corpus, views))
+            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _costs(corpus, views))
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
             # a figure resting on competing values is a range; the per-type tables hold the preferred figure

@@ -3,6 +3,7 @@
 Filters (all must hold):
     type:model  status:verified  vendor:NVIDIA     equality (membership for list fields)
     memory_bandwidth>=4 TB/s  kv_bytes_per_token<100 KB/token   unit-aware comparison (= != < <= > >=)
+    hit_time.high<1 s  ridge_point.low>=200 FLOP/B     one end of a figure's range over its conditions
     links-to:engines/lmcache                       the record links to that record (any field or the body)
 """
 
@@ -19,7 +20,10 @@ from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 
-FILTER = re.compile(r"^(?P<field>[a-z_][a-z0-9_-]*)\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$")
+FILTER = re.compile(
+    r"^(?P<field>[a-z_][a-z0-9_-]*)(?:\.(?P<end>low|high|preferred))?\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$"
+)
+ENDS = ("low", "high", "preferred")  # field.low>=X: a figure's range over the conditions it rests on, at one end
 
 
 class QueryError(Exception):
@@ -38,6 +42,7 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
     known = set(corpus.registry.envelope_fields) | {"links-to"}
     for record_type in corpus.registry.types.values():
         known |= set(record_type.plan.properties) | set(record_type.derive)
+    known |= {name for record in corpus.records.values() for name in record.mapping("costs")}
     filters = []
     for text in texts:
         match = FILTER.match(text.strip())
@@ -54,19 +59,22 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
                 quantity = parse_quantity_text(value, None)
             except QuantityError as exc:
                 raise QueryError(f"{text}: {exc.message}") from None
-        filters.append(Filter(match["field"], match["op"], value, quantity))
+        field = match["field"] + (f".{match['end']}" if match["end"] else "")
+        filters.append(Filter(field, match["op"], value, quantity))
     return filters
 
 
-def _value(corpus: Corpus, record: Record, field: str) -> Any:
+def _value(corpus: Corpus, record: Record, column: str) -> Any:
+    field, _, end = column.partition(".")
     value = corpus.values(record.key).value(field)
     if value is not None and value.quantity is not None:
+        figure = value.low if end == "low" else value.high if end == "high" else value.quantity
         record_type = corpus.registry.types.get(record.type)
         plan = record_type.plan.properties.get(field) if record_type else None
         if plan is not None and plan.quantity not in (None, "*"):
-            return value.quantity.to(parse_unit(plan.quantity))  # one unit per column, whatever each record wrote
-        return value.quantity
-    return record.data.get(field)
+            return figure.to(parse_unit(plan.quantity))  # one unit per column, whatever each record wrote
+        return figure
+    return None if end else record.data.get(field)
 
 
 def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from kbtools import __version__
-from kbtools.check.compute import Value, substituted
+from kbtools.check.compute import Value, scenario_text, substituted
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
@@ -137,10 +137,16 @@ class SiteContext:
                 }
                 for a in value.alternatives
             ]
-        if value.computed and value.variants:
+        if value.spread is not None:
             view["range"] = {
                 "text": value.spread_shown(unit),
-                "over": [f"{label}: {format_quantity(q, unit or value.unit, 4)}" for label, q in value.variants],
+                "low": format_quantity(value.low, unit or value.unit, 4),
+                "high": format_quantity(value.high, unit or value.unit, 4),
+                "over": [
+                    f"if {scenario_text(scenario)}: {format_quantity(q, unit or value.unit, 4)}"
+                    for scenario, q in value.variants
+                ],
+                "enclosure": value.bounds is not None,
             }
         if value.recomputed is not None:
             view["recomputed"] = {"text": value.recomputed.shown(unit), "why": self.why(page, value.recomputed)}

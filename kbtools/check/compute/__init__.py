@@ -18,10 +18,10 @@ from kbtools.check.compute.incremental import (
     with_kept_diagnostics,
     with_stored_values,
 )
-from kbtools.check.compute.values import Value, how_far, matching, substituted, verdict
+from kbtools.check.compute.values import Value, how_far, matching, scenario_text, substituted, verdict
 from kbtools.corpus import Corpus
 
-__all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "substituted", "verdict"]
+__all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "scenario_text", "substituted", "verdict"]
 
 
 def recompute_costs(corpus: Corpus) -> Corpus:

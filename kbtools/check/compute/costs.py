@@ -9,6 +9,7 @@ from kbtools.check.compute import derivations, parameters
 from kbtools.check.compute.flow import FAILED, ValueFailed
 from kbtools.check.compute.values import (
     Value,
+    chosen_references,
     contested,
     is_reference,
 )
@@ -186,7 +187,14 @@ def evaluate_cost(
         return FAILED
     try:
         value = c.derived_value(
-            record, where, name if row_key is None else f"{name}[{row_key}]", quantity, formula, used, spec["unit"]
+            record,
+            where,
+            name if row_key is None else f"{name}[{row_key}]",
+            quantity,
+            formula,
+            used,
+            spec["unit"],
+            lambda again: derivations.call_lookup(c, record, bindings, again),
         )
     except FormulaError as exc:  # finite as computed, but not in the cost's unit
         c.report(exc.code, record, where, f"{label}: {exc.message}")
@@ -241,6 +249,8 @@ def cost_lookup(
             value = c.field_or_cost(target, parts[1])
             if value is None:
                 raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
+            if parts[0] not in bindings and chosen_references(inputs.get(parts[0])):
+                value = c.chosen(record, parts[0], parts[1], value)
         else:
             name = parts[0]
             if name in bindings or (name in inputs and is_reference(inputs[name], c.corpus)):

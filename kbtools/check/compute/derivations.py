@@ -56,6 +56,9 @@ def parse_quantities(c: Computer, record: Record) -> None:
                 c.report_value(exc.code, record, path, f"{dotted(path)}: {exc.message}")
         elif plan.inputs and isinstance(value, dict):
             for name, item in value.items():
+                if isinstance(item, list) and item and all(isinstance(x, dict) for x in item):
+                    parse_competing(c, record, path + (name,), item, None)
+                    continue
                 if is_reference(item, c.corpus) or isinstance(item, list):
                     continue
                 try:
@@ -66,7 +69,7 @@ def parse_quantities(c: Computer, record: Record) -> None:
                     c.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
 
 
-def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, canonical: str) -> None:
+def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, canonical: str | None) -> None:
     """A field written as several ranked, sourced values: the preferred one is computed with, the others
     are kept beside it; values that disagree beyond the tolerance make the record contested (KB530)."""
     parsed: list[Written] = []
@@ -94,8 +97,8 @@ def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, c
     tolerance = field_tolerance(c, record, path)
     base = float(best.quantity.magnitude)
     for index, other in enumerate(parsed):
-        if other is best or other.rank == "deprecated" or contested(record):
-            continue
+        if other is best or other.rank == "deprecated" or contested(record) or other.condition or best.condition:
+            continue  # values that hold under different conditions are choices, not a disagreement
         if differs(base, float(other.quantity.to(best.quantity.units).magnitude), tolerance):
             c.report(
                 "KB530",
@@ -159,7 +162,9 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
             c.report("KB504", record, (name,), f"{name}: {formula.text} gives {exc.message}")
             return FAILED
     try:
-        derived = c.derived_value(record, (name,), name, quantity, formula, inputs, unit)
+        derived = c.derived_value(
+            record, (name,), name, quantity, formula, inputs, unit, lambda again: call_lookup(c, record, {}, again)
+        )
     except FormulaError as exc:  # finite as computed, but not in the field's unit
         c.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
         return FAILED
@@ -317,6 +322,17 @@ def callee(c: Computer, record: Record, var: str, bindings: dict[str, Record], t
     raise MissingName(var, f"{text}: '{var}' is not a record reference")
 
 
+def within(stated: Any, computed: Value, tolerance: float) -> bool:
+    """A stated figure inside the recomputed range, widened at each end by the tolerance, agrees with it:
+    it holds under one of the conditions the figure rests on."""
+    spread = computed.spread
+    if spread is None:
+        return False
+    low, high = (float(q.to(stated.units).magnitude) for q in spread)
+    figure = float(stated.magnitude)
+    return low - tolerance * abs(low) <= figure <= high + tolerance * abs(high)
+
+
 def compare(
     c: Computer, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
 ) -> None:
@@ -326,7 +342,7 @@ def compare(
         c.report(exc.code, record, path, f"{label}: {exc.message}")
         return
     stated_m, computed_m = float(stated.magnitude), float(recomputed.magnitude)
-    if not differs(stated_m, computed_m, tolerance):
+    if not differs(stated_m, computed_m, tolerance) or within(stated, computed, tolerance):
         return
     how = how_far(stated_m, computed_m)
     c.report(
@@ -334,5 +350,6 @@ def compare(
         record,
         path,
         f"{label}: stated {format_quantity(stated)} but {computed.formula.text if computed.formula else computed.name} = {substituted(computed)} "
-        f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)",
+        f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)"
+        + (f", and outside its range {computed.spread_shown()} over the conditions it rests on" if computed.spread else ""),
     )

@@ -12,7 +12,11 @@ from typing import Any
 from kbtools.check.compute import costs, derivations, inline, parameters
 from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, QUERY, RAW, Cycle, Deferred, ValueFailed
 from kbtools.check.compute.values import (
+    Recall,
     Value,
+    choices,
+    chosen_references,
+    chosen_value,
     is_reference,
     variants_of,
     weakest_basis,
@@ -21,7 +25,7 @@ from kbtools.check.links import Index
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, internal_error
-from kbtools.lang.formula import Formula, FormulaError, in_unit
+from kbtools.lang.formula import AbsentValue, Formula, FormulaError, in_unit
 from kbtools.lang.units import (
     Written,
     parse_unit,
@@ -101,14 +105,7 @@ class Computer:
                 for other in self.competing.get((record.key, path), ())
             )
         )
-        variants = tuple(
-            (
-                f"{record.key}.{name} = {other.shown(unit)} ({', '.join(other.sources)})",
-                other.quantity.to(written.quantity.units),
-            )
-            for other in alternatives
-            if other.rank != "deprecated"
-        )
+        variants = () if alone else choices(record, name, written, self.competing.get((record.key, path), []), unit)
         return Value(
             written.quantity,
             record.key,
@@ -135,6 +132,7 @@ class Computer:
         formula: Formula,
         inputs: dict[str, Value],
         unit: str | None,
+        recall: Recall | None = None,
     ) -> Value:
         line, _ = record.position(path)
         if unit is not None:
@@ -142,6 +140,7 @@ class Computer:
         used = tuple(inputs.items())
         sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
         confidence = min((v.confidence for _, v in used), default=self.confidence(record))
+        variants, bounds = variants_of(formula, used, quantity.units, recall)
         return Value(
             quantity,
             record.key,
@@ -155,7 +154,8 @@ class Computer:
             formula=formula,
             inputs=used,
             weakest=weakest_basis(used, "derived"),
-            variants=variants_of(formula, used, quantity.units),
+            variants=variants,
+            bounds=bounds,
         )
 
     def run(self, only: set[str] | None = None) -> dict[str, RecordValues]:
@@ -302,6 +302,9 @@ class Computer:
         inputs = record.mapping("inputs")
         is_input = name in inputs
         raw = inputs.get(name) if is_input else record.data.get(name)
+        options = chosen_references(raw)
+        if options:
+            raw = options[0]  # the preferred choice; chosen() gives the others as a condition
         if is_input and not is_reference(raw, self.corpus):
             # a quantity (or a list): `n.value` where n is '4 GB' names nothing, and must say so
             raise FormulaError(
@@ -315,6 +318,20 @@ class Computer:
                 raise ValueFailed()  # a dangling reference: the links stage has reported it
             return target
         return None
+
+    def chosen(self, record: Record, name: str, field: str, preferred: Value) -> Value:
+        """A field read through an input that chooses among records (`choose: [engines/a, engines/b]`): a
+        condition whose choices are those records, each with the field's figure on it."""
+        options = []
+        for reference in chosen_references(record.mapping("inputs").get(name)) or ():
+            target, _ = self.resolve(reference)
+            if target is None:
+                raise ValueFailed()  # the links stage reports a dangling reference
+            value = self.field_or_cost(target, field)
+            if value is None:
+                raise AbsentValue(f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'")
+            options.append((f"{name} is {target.data.get('name') or target.key}", value))
+        return chosen_value(f"{record.key}.inputs.{name}", options, preferred)
 
     def is_reference_field(self, record: Record, name: str) -> bool:
         plan = self.types[record.type].plan.properties.get(name) if record.type in self.types else None

@@ -67,7 +67,8 @@ def fingerprint(value: Any) -> str:
         [fingerprint(a) for a in value.alternatives],
         value.rank,
         value.weakest,
-        [(n, _quantity(q)) for n, q in value.variants],
+        [(scenario, _quantity(q)) for scenario, q in value.variants],
+        [_quantity(q) for q in value.bounds] if value.bounds is not None else None,
     ]
     return hashlib.blake2b(json.dumps(shown, default=str).encode(), digest_size=12).hexdigest()
 

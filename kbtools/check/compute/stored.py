@@ -25,7 +25,7 @@ from kbtools.corpus import Record, RecordValues
 from kbtools.lang.formula import parse_formula
 from kbtools.lang.units import unit_registry
 
-FORMAT = 1  # bumped when the layout below changes: an older row is then unknown, and computed again
+FORMAT = 2  # bumped when the layout below changes: an older row is then unknown, and computed again
 COST = "costs."  # how the compute stage names a cost among a record's values (a field has its bare name)
 
 
@@ -83,7 +83,8 @@ class Encoder:
             "recomputed": lambda v: node(v) if v is not None else None,
             "rows": lambda rows: [[n, node(v)] for n, v in rows] if rows is not None else None,
             "alternatives": lambda values: [node(a) for a in values],
-            "variants": lambda variants: [[label, quantity(q)] for label, q in variants],
+            "variants": lambda variants: [[[list(choice) for choice in scenario], quantity(q)] for scenario, q in variants],
+            "bounds": lambda bounds: [quantity(q) for q in bounds] if bounds is not None else None,
         }
 
         fields = {name: node(v) for name, v in values.fields.items()}
@@ -163,6 +164,14 @@ class Decoder:
             container = self.units[key] = UnitsContainer(dict(key))
         return self.ureg.Quantity(magnitude, container)
 
+    @staticmethod
+    def scenario(stored: Any) -> tuple[tuple[str, str], ...]:
+        if not isinstance(stored, list) or not all(
+            isinstance(c, list) and len(c) == 2 and all(isinstance(t, str) for t in c) for c in stored
+        ):
+            raise Undecodable("a scenario of another layout")
+        return tuple((c[0], c[1]) for c in stored)
+
     def record(self, key: str, stored: Any) -> RecordValues | None:
         """One record's values, their references not yet resolved (`resolve` does that for all)."""
         if not isinstance(stored, dict) or stored.get("format") != FORMAT:
@@ -178,7 +187,8 @@ class Decoder:
             "recomputed": lambda i: self.local(made, i) if i is not None else None,
             "rows": lambda rows: tuple((n, self.local(made, i)) for n, i in rows) if rows is not None else None,
             "alternatives": lambda indexes: tuple(self.local(made, i) for i in indexes),
-            "variants": lambda variants: tuple((label, self.quantity(v)) for label, v in variants),
+            "variants": lambda variants: tuple((self.scenario(s), self.quantity(v)) for s, v in variants),
+            "bounds": lambda bounds: tuple(self.quantity(q) for q in bounds) if bounds is not None else None,
         }
         for body in stored["nodes"]:
             if not isinstance(body, list) or len(body) != len(VALUE_FIELDS):

@@ -4,20 +4,29 @@ recomputation, verdicts, ranges over competing values, the formula with its inpu
 from __future__ import annotations
 
 import ast
+import itertools
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from kbtools.check.links import QUALIFIED
 from kbtools.corpus import Corpus, Record
 from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, in_unit, written_out
+from kbtools.lang.interval import Interval, evaluate_range
 from kbtools.lang.units import (
     QuantityError,
+    Written,
     describe_dimension,
     format_quantity,
     parse_quantity_text,
+    unit_registry,
 )
+
+Choice = tuple[str, str]  # (the condition: the record.field it is a value of; the choice, in words)
+Scenario = tuple[Choice, ...]  # one choice for each condition a value rests on, sorted
+MAX_SCENARIOS = 64  # combinations enumerated for one value; past this, an interval enclosure stands in
 
 BASIS_RANK = {"unverified": 0, "secondary": 1, "derived": 2, "measured": 3, "vendor-spec": 3}
 
@@ -44,9 +53,14 @@ class Value:
     alternatives: tuple[Value, ...] = ()  # the other sourced values of a field written as competing values
     rank: str | None = None
     weakest: str | None = None  # the weakest basis of everything it rests on, set when derived (a chain can be long)
-    # The figure again for each competing value it rests on, one swapped in at a time: (which value, figure).
-    # Built bottom-up as values are made, so a long chain costs no recursion; empty when nothing it reads competes.
-    variants: tuple[tuple[str, Any], ...] = ()
+    # The figure under each combination of the conditions it rests on (a field written as competing values,
+    # or a value with a low and high end, is a condition; each value of it is a choice): (scenario, figure),
+    # one choice per condition in every scenario, the preferred combination included. Built bottom-up as values
+    # are made, so a long chain costs no recursion; empty when nothing it reads varies.
+    variants: tuple[tuple[Scenario, Any], ...] = ()
+    # low and high when the combinations were too many to enumerate (MAX_SCENARIOS): an interval-arithmetic
+    # enclosure instead, and `variants` then holds each choice taken alone
+    bounds: tuple[Any, Any] | None = None
 
     @property
     def computed(self) -> bool:
@@ -61,11 +75,28 @@ class Value:
 
     @property
     def spread(self) -> tuple[Any, Any] | None:
-        """The lowest and highest figure over the preferred value and its competing (non-deprecated) values."""
-        if not self.variants:
+        """The lowest and highest figure over every combination of the conditions it rests on: its low and
+        high end. None when nothing it rests on varies."""
+        if not self.variants and self.bounds is None:
             return None
-        figures = [self.quantity, *(q for _, q in self.variants)]
+        figures = [self.quantity, *(q for _, q in self.variants), *(self.bounds or ())]
         return min(figures), max(figures)
+
+    @property
+    def low(self) -> Any:
+        return self.spread[0] if self.spread is not None else self.quantity
+
+    @property
+    def high(self) -> Any:
+        return self.spread[1] if self.spread is not None else self.quantity
+
+    def conditions(self) -> dict[str, list[Choice]]:
+        """condition -> its choices, in the order first met, over every scenario (every row's, for a table)."""
+        found: dict[str, dict[Choice, None]] = {}
+        for scenario in _scenarios(self):
+            for choice in scenario:
+                found.setdefault(choice[0], {})[choice] = None
+        return {condition: list(choices) for condition, choices in found.items()}
 
     def spread_shown(self, unit: str | None = None) -> str | None:
         """'low to high' over the competing values, or None when nothing this figure rests on competes."""
@@ -133,83 +164,200 @@ def contested(record: Record) -> bool:
 VERDICT = "verdict"  # {{ a_over_b | verdict }}: a computed ratio of two times, quoted as faster / slower
 
 
-RANGE = "range"  # {{ x | range }}: 'low to high' over the competing values x rests on (x itself when none compete)
+RANGE = "range"  # {{ x | range }}: 'low to high' over the conditions x rests on (x itself when none vary)
+
+_WORDS = ("faster", "as fast", "slower")
 
 
 def _verdict_word(ratio: float) -> str:
     return "as fast" if abs(ratio - 1) < 0.01 else "faster" if ratio < 1 else "slower"
 
 
+def _ratio(quantity: Any) -> float:
+    return float(quantity.to("dimensionless").magnitude)
+
+
+def _times(ratio: float) -> str:
+    return f"{format_quantity(unit_registry().Quantity(ratio, 'dimensionless'), None, 3)}×"
+
+
 def verdict(value: Value) -> str:
-    """A ratio of two times in words, from the figure itself: prose never carries a hand-typed verdict."""
+    """A ratio of two times in words, from the figure itself: prose never carries a hand-typed verdict. Over a
+    range, the word holds only where the whole range agrees; otherwise the verdict names the conditions that
+    decide it and which way each choice turns it."""
     if not value.quantity.dimensionless:
         raise FormulaError(
             "KB512",
             f"{value.shown()} is {describe_dimension(value.quantity.dimensionality)}, not a ratio; "
             "'| verdict' quotes a plain number such as time_a / time_b",
         )
-    ratio = float(value.quantity.to("dimensionless").magnitude)
+    ratio = _ratio(value.quantity)
     word = _verdict_word(ratio)
-    shown = f"{word} ({format_quantity(value.quantity.to('dimensionless'), None, 3)}× the time"
-    flips = [label for label, q in value.variants if _verdict_word(float(q.to("dimensionless").magnitude)) != word]
     spread = value.spread
-    if flips and spread is not None:  # a competing input value turns the verdict round: say so, never hide it
-        low, high = spread
-        shown += (
-            f"; {format_quantity(low.to('dimensionless'), None, 3)}× to {format_quantity(high.to('dimensionless'), None, 3)}× "
-            f"over competing values, so the verdict turns on {', '.join(flip.split(' = ')[0] for flip in flips)}"
+    if spread is None:
+        return f"{word} ({_times(ratio)} the time)"
+    low, high = (_ratio(q) for q in spread)
+    span = f"{_times(low)} to {_times(high)}"
+    cases = [(scenario, _verdict_word(_ratio(figure))) for scenario, figure in value.variants]
+    words = {w for _, w in cases} | {word}
+    if len(words) == 1 and {_verdict_word(low), _verdict_word(high)} == {word}:
+        return f"{word} ({_times(ratio)} the time; {span} over the conditions it rests on)"
+    if len(words) == 1:  # only the enclosure of combinations too many to enumerate reaches the other word
+        return (
+            f"{word} at every choice taken alone ({_times(ratio)} the time), but {span} over the combinations of "
+            f"the {len(value.conditions())} conditions it rests on, which reaches "
+            + " and ".join(w for w in _WORDS if w in {_verdict_word(low), _verdict_word(high)} - {word})
         )
-    return shown + ")"
+    deciding = _deciding(cases)
+    groups: dict[str, dict[str, None]] = {}
+    for scenario, case in cases:
+        groups.setdefault(case, {})[" and ".join(text for c, text in scenario if c in deciding)] = None
+    ordered = [w for w in _WORDS if w in groups]
+    said = "; ".join(f"{w} if {' or if '.join(groups[w])}" for w in ordered)
+    return f"{' or '.join(ordered)} ({span} the time; {_times(ratio)} at the preferred values): {said}"
 
 
-def _labels(value: Value) -> list[str]:
+def _deciding(cases: list[tuple[Scenario, str]]) -> set[str]:
+    """The conditions whose choice alone, the others held, turns the verdict; every condition when only a
+    change of several together does."""
+    conditions = {c for scenario, _ in cases for c, _ in scenario}
+    deciding = set()
+    for condition in conditions:
+        seen: dict[Scenario, set[str]] = {}
+        for scenario, case in cases:
+            seen.setdefault(tuple(ch for ch in scenario if ch[0] != condition), set()).add(case)
+        if any(len(w) > 1 for w in seen.values()):
+            deciding.add(condition)
+    return deciding or conditions
+
+
+def scenario_text(scenario: Scenario) -> str:
+    return " and ".join(text for _, text in scenario)
+
+
+def _scenarios(value: Value) -> list[Scenario]:
     if value.rows is not None:
-        return [label for _, row in value.rows for label, _ in row.variants]
-    return [label for label, _ in value.variants]
+        return [scenario for _, row in value.rows for scenario in _scenarios(row)]
+    return [scenario for scenario, _ in value.variants]
 
 
-def _swapper(value: Value) -> Callable[[str], Any]:
-    """label -> the value's figure (or table) when the competing value `label` is taken instead of the preferred
-    one. Its variants are indexed once, here: looked up once per label, each label costs O(1) (O(rows) for a
-    table), where indexing them at each lookup made a field with N competing values cost N² per figure."""
+def _swapper(value: Value) -> Callable[[Scenario], Any]:
+    """scenario -> the value's figure (or table) under it: its own conditions' choices picked out of a scenario
+    over more. Its variants are indexed once, here, so each lookup is O(1) (O(rows) for a table)."""
     if value.rows is not None:
         rows = [(key, _swapper(row)) for key, row in value.rows]
-        return lambda label: Table({key: swap(label) for key, swap in rows})
+        return lambda scenario: Table({key: swap(scenario) for key, swap in rows})
+    if not value.variants:
+        return lambda scenario: value.quantity
     figures = dict(value.variants)
-    return lambda label: figures.get(label, value.quantity)
+    own = {c for scenario in figures for c, _ in scenario}
+    return lambda scenario: figures.get(tuple(ch for ch in scenario if ch[0] in own), value.quantity)
 
 
-def variants_of(formula: Formula, used: tuple[tuple[str, Value], ...], units: Any) -> tuple[tuple[str, Any], ...]:
-    """The formula evaluated again with each competing value among its inputs swapped in, one at a time.
-    The inputs are keyed as the formula reads them (a name, a.field, or the param() call)."""
-    labels = dict.fromkeys(label for _, value in used for label in _labels(value))
-    if not labels:
-        return ()
+# call(used) -> a CallLookup that evaluates record.function(args) again, recording the call's value in `used`
+Recall = Callable[[dict], Callable[..., Any]]
+
+
+def variants_of(
+    formula: Formula, used: tuple[tuple[str, Value], ...], units: Any, recall: Recall | None = None
+) -> tuple[tuple[tuple[Scenario, Any], ...], tuple[Any, Any] | None]:
+    """The formula evaluated under every combination of the conditions among its inputs (a condition read
+    by two inputs takes the same choice in both, so the range is exact however often it is read), and the
+    interval enclosure when the combinations are more than MAX_SCENARIOS (then each choice is taken alone
+    besides). The inputs are keyed as the formula reads them (a name, a.field, the param() or function call);
+    a call is evaluated again with its arguments under each scenario when `recall` can."""
+    conditions: dict[str, dict[Choice, None]] = {}
+    for _, value in used:
+        for condition, choices in value.conditions().items():
+            conditions.setdefault(condition, {}).update(dict.fromkeys(choices))
+    if not conditions:
+        return (), None
+    names = sorted(conditions)
+    options = [list(conditions[n]) for n in names]  # each condition's preferred choice first
+    count = math.prod(len(o) for o in options)
+    capped = count > MAX_SCENARIOS or any(v.bounds is not None for _, v in used)
+    if capped:
+        preferred = [o[0] for o in options]
+        scenarios = [tuple(preferred)] + [
+            tuple(choice if j == i else preferred[j] for j in range(len(names)))
+            for i, o in enumerate(options)
+            for choice in o[1:]
+        ]
+    else:
+        scenarios = list(itertools.product(*options))
     swappers = {key: _swapper(value) for key, value in used}
     out = []
 
-    def pick(key: str, label: str) -> Any:
+    def pick(key: str, scenario: Scenario) -> Any:
         if key not in swappers:
             raise MissingName(key)  # a name default() stood in for: the same fallback applies
-        return swappers[key](label)
+        return swappers[key](scenario)
 
-    for label in labels:
+    for scenario in scenarios:
 
-        def name(parts: tuple[str, ...], label: str = label) -> Any:
-            return pick(".".join(parts), label)
+        def name(parts: tuple[str, ...], scenario: Scenario = scenario) -> Any:
+            return pick(".".join(parts), scenario)
 
-        def param(var: str, pid: str, label: str = label) -> Any:
-            return pick(f"param({var}, '{pid}')", label)
+        def param(var: str, pid: str, scenario: Scenario = scenario) -> Any:
+            return pick(f"param({var}, '{pid}')", scenario)
 
-        def call(var: str, function: str, arguments: Callable[[], list], text: str, label: str = label) -> Any:
-            return pick(text, label)
+        def call(var: str, function: str, arguments: Callable[[], list], text: str, scenario: Scenario = scenario) -> Any:
+            if recall is None:
+                return pick(text, scenario)
+            again: dict[str, Value] = {}
+            recall(again)(var, function, arguments, text)  # the arguments as this scenario has them
+            return _swapper(again[text])(scenario)
 
         try:
             figure = evaluate(formula, name, param, call)
-            out.append((label, in_unit(figure, units)))
+            out.append((scenario, in_unit(figure, units)))
         except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
-            continue  # this variant cannot be computed (say, a division by zero): the range leaves it out
-    return tuple(out)
+            continue  # this combination cannot be computed (say, a division by zero): the range leaves it out
+    bounds = _enclosure(formula, used, units, recall) if capped else None
+    return tuple(out), bounds
+
+
+def _interval(value: Value) -> Any:
+    if value.rows is not None:
+        return Table({key: _interval(row) for key, row in value.rows})
+    low, high = value.spread or (value.quantity, value.quantity)
+    return Interval.of(low, high)
+
+
+def _enclosure(formula: Formula, used: tuple[tuple[str, Value], ...], units: Any, recall: Recall | None) -> tuple[Any, Any] | None:
+    """low and high by interval arithmetic over each input's own range; None when it cannot be computed (a
+    range that holds a divisor's 0: the combinations enumerated stand alone then)."""
+    ranges = {key: value for key, value in used}
+
+    def lookup(key: str) -> Any:
+        if key not in ranges:
+            raise MissingName(key)
+        return _interval(ranges[key])
+
+    def call(var: str, function: str, arguments: Callable[[], list], text: str) -> Any:
+        args = arguments()
+        ends = [ranges[text].low, ranges[text].high] if text in ranges else []
+        if recall is not None and any(not a.point for a in args):
+            # the call at its arguments' low and high ends: the functions records declare (KV bytes, FLOP of n
+            # tokens) grow with their arguments, so these bound it
+            for end in ("low", "high"):
+                again: dict[str, Value] = {}
+                recall(again)(var, function, lambda end=end: [getattr(a, end) for a in args], text)
+                ends += [again[text].low, again[text].high]
+        if not ends:
+            raise MissingName(text)
+        return Interval.of(min(ends), max(ends))
+
+    try:
+        found = evaluate_range(
+            formula,
+            lambda parts: lookup(".".join(parts)),
+            lambda var, pid: lookup(f"param({var}, '{pid}')"),
+            call,
+        )
+        return in_unit(found.low, units), in_unit(found.high, units)
+    except (FormulaError, KeyError, ArithmeticError, QuantityError, ValueError):
+        return None
 
 
 def weakest_basis(inputs: tuple[tuple[str, Value], ...], default: str) -> str:
@@ -253,7 +401,66 @@ def substituted(value: Value, depth: int = 0) -> str:
     return written_out(value.formula.tree, name_text)
 
 
+def choices(record: Record, name: str, written: Written, others: list[Written], unit: str | None) -> tuple[tuple[Scenario, Any], ...]:
+    """A stated value as a condition of what reads it: each of its sourced values not deprecated (the
+    preferred first) or each end of its band is a choice, said by the condition it holds under when it
+    names one, else by its figure and source."""
+    condition = f"{record.key}.{name}"
+    units = written.quantity.units
+
+    def said(w: Written) -> str:
+        if w.condition:
+            return w.condition
+        return f"{condition} = {format_quantity(w.quantity, unit, 6)}" + (f" ({w.source})" if w.source else "")
+
+    if written.low is not None and written.high is not None:
+        ends = [
+            (f"{condition} at the low end of its band, {format_quantity(written.low, unit, 6)}", written.low),
+            (said(written), written.quantity),
+            (f"{condition} at the high end of its band, {format_quantity(written.high, unit, 6)}", written.high),
+        ]
+        return tuple((((condition, text),), q.to(units)) for text, q in ends)
+    kept = [w for w in others if w.rank != "deprecated"]
+    if not kept:
+        return ()
+    return tuple((((condition, said(w)),), w.quantity.to(units)) for w in [written, *kept])
+
+
+def chosen_references(raw: Any) -> list[str] | None:
+    """The references of an input written `choose: [dir/id, ...]`, the preferred first; None for any other input."""
+    if isinstance(raw, dict) and isinstance(raw.get("choose"), list) and raw["choose"]:
+        return [item for item in raw["choose"] if isinstance(item, str)] or None
+    return None
+
+
+def chosen_value(condition: str, options: list[tuple[str, Value]], preferred: Value) -> Value:
+    """The preferred choice's value, varied over the choices (each a record, said by `text`) and over the
+    conditions each choice's own figure rests on: every combination of the two."""
+    own: dict[str, dict[Choice, None]] = {}
+    for _, value in options:
+        for name, found in value.conditions().items():
+            own.setdefault(name, {}).update(dict.fromkeys(found))
+    names = sorted(own)
+    combos = list(itertools.product(*(list(own[n]) for n in names)))
+    if len(options) * len(combos) > MAX_SCENARIOS:  # each choice with its own conditions held; their range beside
+        combos = [tuple(list(own[n])[0] for n in names)]
+    variants = []
+    for text, value in options:
+        swap = _swapper(value)
+        for combo in combos:
+            scenario = tuple(sorted(((condition, text), *combo)))
+            variants.append((scenario, swap(scenario)))
+    bounds = None
+    if len(combos) == 1 and names:
+        figures = [end for _, value in options for end in (value.low, value.high)]
+        bounds = (min(figures), max(figures))
+    return replace(preferred, variants=tuple(variants), bounds=bounds)
+
+
 def is_reference(item: Any, corpus: Corpus) -> bool:
+    options = chosen_references(item)
+    if options:
+        return all(is_reference(x, corpus) for x in options)
     if isinstance(item, list):
         return all(is_reference(x, corpus) for x in item)
     match = QUALIFIED.match(item) if isinstance(item, str) else None

@@ -1,0 +1,209 @@
+"""Interval arithmetic over the formula language: a formula evaluated with every name standing for a range
+(low, high) instead of one figure, giving a range that holds every figure the formula can take while each
+name stays within its own.
+
+It walks the same checked tree as `formula.evaluate` and applies the same bounds (KB507) and unit rules
+(KB503) to each end. Each operator takes the ends that bound it: a product or a quotient the extreme of its
+four corner products, a power by the sign of its base and the parity of its exponent, `abs` and an even power
+0 when the range crosses 0. A division by a range that holds 0 has no bound, so it is an error (KB505), as a
+division by 0 is.
+
+The range is an enclosure: a name read twice is let range freely in each place (x - x is -w to w, not 0).
+kb computes a value's range over the combinations of the conditions it rests on (compute.values), which is
+exact however often a condition is read; this is what it falls back to when the combinations are too many.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from kbtools.lang.formula import (
+    _BINOPS,
+    Formula,
+    FormulaError,
+    MissingName,
+    Table,
+    _apply,
+    _bounded,
+    _bounded_in_base,
+    _literal_number,
+    constant,
+    ident,
+)
+from kbtools.lang.units import QuantityError, format_quantity, parse_quantity_text, unit_registry
+
+
+@dataclass(frozen=True)
+class Interval:
+    """low <= high, both pint quantities of one dimension."""
+
+    low: Any
+    high: Any
+
+    @classmethod
+    def of(cls, a: Any, b: Any | None = None) -> Interval:
+        b = a if b is None else b
+        try:
+            return cls(a, b.to(a.units)) if a <= b else cls(b, a.to(b.units))
+        except pint.DimensionalityError:
+            raise FormulaError("KB503", f"a range from {format_quantity(a)} to {format_quantity(b)} mixes units") from None
+
+    @property
+    def point(self) -> bool:
+        return self.low == self.high
+
+    def holds_zero(self) -> bool:
+        return self.low.magnitude <= 0 <= self.high.to(self.low.units).magnitude
+
+    def shown(self) -> str:
+        return format_quantity(self.low) if self.point else f"{format_quantity(self.low)} to {format_quantity(self.high)}"
+
+
+# name -> Interval or a Table of Intervals; param(record, 'id') -> Interval; record.function(args) -> Interval
+RangeLookup = Callable[[tuple[str, ...]], Any]
+RangeParam = Callable[[str, str], Interval]
+RangeCall = Callable[[str, str, Callable[[], list], str], Interval]
+
+
+def evaluate_range(
+    formula: Formula, lookup: RangeLookup, param: RangeParam | None = None, call: RangeCall | None = None
+) -> Interval:
+    """The range of the formula's value over the ranges of what it reads, each end bounded (KB507)."""
+    result = _whole(_eval(formula.tree, lookup, param, call), formula.tree)
+    _bounded_in_base(result.low)
+    _bounded_in_base(result.high)
+    return result
+
+
+def _whole(value: Any, node: ast.AST) -> Interval:
+    if isinstance(value, Table):
+        raise FormulaError("KB508", f"'{ast.unparse(node)}' is a table (one row per for_each item); use min() or max()")
+    return value
+
+
+def _corners(left: Interval, right: Interval, op: str) -> Interval:
+    """A product or quotient is monotone in each operand on a range that does not cross 0 (for a divisor),
+    so its extremes are among the four corner figures."""
+    figures = [
+        _bounded(_apply(lambda a=a, b=b: a * b if op == "*" else a / b, a, b, op))
+        for a in (left.low, left.high)
+        for b in (right.low, right.high)
+    ]
+    return _hull(figures)
+
+
+def _hull(figures: list[Any]) -> Interval:
+    unit = figures[0].units
+    magnitudes = [f.to(unit).magnitude for f in figures]
+    ureg = unit_registry()
+    return Interval(ureg.Quantity(min(magnitudes), unit), ureg.Quantity(max(magnitudes), unit))
+
+
+def _power(base: Interval, exponent: float) -> Interval:
+    def raised(q: Any) -> Any:
+        return _bounded(_apply(lambda: q**exponent, q, None, "**"))
+
+    low, high = base.low.magnitude, base.high.to(base.low.units).magnitude
+    whole = float(exponent).is_integer()
+    if not whole and low < 0:
+        raise FormulaError("KB503", f"a range reaching below 0 ({base.shown()}) has no real power {exponent:g}")
+    if exponent < 0 and base.holds_zero():
+        raise FormulaError("KB505", f"division by zero: {base.shown()} holds 0 and is raised to {exponent:g}")
+    ends = [raised(base.low), raised(base.high)]
+    if whole and int(exponent) % 2 == 0 and exponent > 0 and low < 0 < high:
+        return Interval(ends[0] * 0, _hull(ends).high)  # an even power's least is 0, inside the range
+    return _hull(ends)
+
+
+def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: RangeCall | None) -> Any:
+    ureg = unit_registry()
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            try:
+                return Interval.of(parse_quantity_text(node.value, None))
+            except QuantityError as exc:
+                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
+        return Interval.of(ureg.Quantity(node.value, ureg.dimensionless))
+    if isinstance(node, ast.Name):
+        return lookup((node.id,))
+    if isinstance(node, ast.Attribute):
+        return lookup((ident(node.value), node.attr))
+    if isinstance(node, ast.UnaryOp):
+        value = _whole(_eval(node.operand, lookup, param, call), node.operand)
+        return Interval(-value.high, -value.low) if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left = _whole(_eval(node.left, lookup, param, call), node.left)
+        if isinstance(node.op, ast.Pow):
+            exponent = _literal_number(node.right)
+            return _power(left, float(exponent if exponent is not None else 1))
+        right = _whole(_eval(node.right, lookup, param, call), node.right)
+        op = _BINOPS[type(node.op)]
+        if op == "+":
+            return Interval(
+                _bounded(_apply(lambda: left.low + right.low, left.low, right.low, op)),
+                _bounded(_apply(lambda: left.high + right.high, left.high, right.high, op)),
+            )
+        if op == "-":
+            return Interval(
+                _bounded(_apply(lambda: left.low - right.high, left.low, right.high, op)),
+                _bounded(_apply(lambda: left.high - right.low, left.high, right.low, op)),
+            )
+        if op == "/" and right.holds_zero():
+            what = ast.unparse(node.right)
+            raise FormulaError(
+                "KB505",
+                f"division by zero: {what} is 0" if right.point else f"division by a range that holds 0: {what} is {right.shown()}",
+            )
+        return _corners(left, right, op)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if call is None:
+            raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
+
+        def arguments() -> list:
+            return [_whole(_eval(a, lookup, param, call), a) for a in node.args]
+
+        return call(ident(node.func.value), node.func.attr, arguments, ast.unparse(node))
+    if isinstance(node, ast.Call):
+        name = ident(node.func)
+        if name == "default":
+            try:
+                return _eval(node.args[0], lookup, param, call)
+            except MissingName:
+                return _eval(node.args[1], lookup, param, call)
+        if name == "param":
+            if param is None:
+                raise FormulaError("KB501", "param() is not available here")
+            return param(ident(node.args[0]), constant(node.args[1]))
+        args = [_eval(a, lookup, param, call) for a in node.args]
+        if name in ("min", "max"):
+            ranges = [r for a in args for r in (a.values() if isinstance(a, Table) else [a])]
+            if not ranges:
+                raise FormulaError("KB502", f"{name}() over an empty table")
+            pick = min if name == "min" else max
+            try:  # the least of several ranges lies between the least of their lows and the least of their highs
+                return Interval(pick(r.low for r in ranges), pick(r.high for r in ranges))
+            except pint.DimensionalityError as exc:
+                raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
+        if len(args) != 1:
+            raise FormulaError("KB501", f"{name}() takes one argument")
+        value = _whole(args[0], node.args[0])
+        if name == "abs":
+            if value.low.magnitude >= 0:
+                return value
+            if value.high.magnitude <= 0:
+                return Interval(-value.high, -value.low)
+            return Interval(value.low * 0, max(-value.low, value.high))
+        if name == "sqrt":
+            return _power(value, 0.5)
+        if not value.low.dimensionless:
+            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.low.units:~P}")
+        rounding = math.ceil if name == "ceil" else math.floor
+        low, high = (float(q.to(ureg.dimensionless).magnitude) for q in (value.low, value.high))
+        return Interval(ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless))
+    raise FormulaError("KB501", "this construct is not allowed in a formula")
