@@ -175,6 +175,20 @@ def _parser() -> argparse.ArgumentParser:
     mv.add_argument("to", metavar="[NEWDIR/]NEWID", help="its new id, or a new type's directory and id")
     mv.set_defaults(handler=run_mv)
 
+    plan = sub.add_parser(
+        "plan",
+        parents=[common],
+        help="which tier should hold a workload's KV: per tier, fit, TTFT on a hit against recompute, load, "
+        "$/Mtoken and J/token, each with its range",
+        description="Plan a workload record, or one given as FIELD=VALUE settings (over a record, they change it). "
+        "A quantity may be a band LOW:VALUE:HIGH; a reference given several records (engine=lmcache,sglang) is "
+        "a choice among them, so every figure is computed for each. Nothing is written.",
+    )
+    plan.add_argument("asked", nargs="*", metavar="[DIR/ID] [FIELD=VALUE ...]", help="a workload record, and settings")
+    plan.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    plan.add_argument("--explain", action="store_true", help="each figure's formula, the records it rests on and their sources")
+    plan.set_defaults(handler=run_plan)
+
     explain = sub.add_parser(
         "explain", parents=[common], help="show how a value was computed, from which records and sources"
     )
@@ -479,6 +493,28 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
         _say("explain", exc)
         return EXIT_ERRORS
     return EXIT_OK
+
+
+def run_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.plan import PlanError, as_csv, as_json, as_text, make_plan, workload
+
+    base = [a for a in args.asked if "=" not in a]
+    if len(base) > 1:
+        _say("plan", f"one workload record at most, not {', '.join(base)}")
+        return EXIT_USAGE
+    corpus = check_corpus(settings, use_cache=True, complete=True)
+    try:
+        record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
+        plan = make_plan(corpus, record)
+    except PlanError as exc:
+        _say("plan", exc.message)
+        return EXIT_USAGE
+    render = {"json": as_json, "csv": as_csv}.get(args.format)
+    print(render(plan) if render else as_text(plan, args.explain), end="")
+    for diagnostic in plan.diagnostics:
+        _say("plan", diagnostic.message)
+    return EXIT_ERRORS if plan.diagnostics else EXIT_OK
 
 
 def _relative(path: Path, settings: Settings) -> str | None:

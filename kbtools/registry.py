@@ -9,6 +9,11 @@ annotations a type's schema may carry:
 - `x-kb-quantity: <unit>` on a field: a quantity whose canonical unit is <unit> (`*`: any unit);
 - `x-kb-inputs: true`: named cost inputs, quantities or `dir/id` references;
 - `x-kb-derive`: type-level derivations (field -> formula spec, or a list of them with `when`);
+- `x-kb-costs`: cost specs (as in a record's costs block) every record of the type has, so that a kind of
+  record is a calculation (a workload's plan); a cost reading a field the record leaves out does not apply;
+- `x-kb-plan`: how `kb plan` lays out the type's costs: {over: the list field its per-option tables run over,
+  rank_by: the per-option cost the options are ranked by (least first), verdict: the per-option ratio of two
+  times it words as a verdict};
 - `x-kb-functions`: functions of a record of this type, called in formulas as `record.name(args)`
   (name -> {parameters: {name: unit}, formula, unit}): a figure that depends on an argument, such as
   a model's KV bytes at a context length;
@@ -177,6 +182,20 @@ class RecordType:
     @property
     def derive(self) -> dict[str, Any]:
         return self.schema.get("x-kb-derive", {})
+
+    @property
+    def costs(self) -> dict[str, Any]:
+        """x-kb-costs: cost specs every record of the type has (its own costs block adds to them, or
+        overrides one by name); a cost that reads a field the record leaves out does not apply to it."""
+        costs = self.schema.get("x-kb-costs", {})
+        return costs if isinstance(costs, dict) else {}
+
+    @property
+    def planning(self) -> dict[str, Any]:
+        """x-kb-plan: {over, rank_by, verdict}, how `kb plan` lays out and ranks the type's costs; {} for a type
+        kb plan does not plan with."""
+        spec = self.schema.get("x-kb-plan", {})
+        return spec if isinstance(spec, dict) else {}
 
     @property
     def functions(self) -> dict[str, Any]:

@@ -309,6 +309,8 @@ def load_record_bytes(
         data, positions, values, body, body_line = parse_record_parts(raw)
     except LoadError as exc:
         return None, [exc.at(rel)]
+    if record_type is not None and record_type.costs:
+        data = with_type_costs(data, record_type.costs)
     record = Record(
         path=rel,
         dir=directory,
@@ -322,6 +324,15 @@ def load_record_bytes(
         digest=file_digest,
     )
     return record, check_identity(record, record_type.name if record_type else None)
+
+
+def with_type_costs(data: dict[str, Any], costs: dict[str, Any]) -> dict[str, Any]:
+    """The record's data with its type's x-kb-costs put under its own costs (its own win by name), so every
+    stage, page and export sees them as the record's costs."""
+    own = data.get("costs")
+    if own is not None and not isinstance(own, dict):
+        return data  # the schema reports the shape
+    return {**data, "costs": {**costs, **(own or {})}}
 
 
 def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:

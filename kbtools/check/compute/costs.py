@@ -107,6 +107,18 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
     return evaluate_cost(c, record, name, formula, spec, unit_q, {}, row_key=None)
 
 
+def not_given(c: Computer, record: Record, name: str, missing: MissingName) -> bool:
+    record_type = c.types.get(record.type) if record.type else None
+    field = missing.name.split(".")[0]
+    return (
+        record_type is not None
+        and name in record_type.costs
+        and field in record_type.plan.properties
+        and field not in record.data
+        and field not in record.mapping("inputs")
+    )
+
+
 def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str) -> bool:
     """`beside: other` shows this table as a column of another table over the same rows."""
     other = spec.get("beside")
@@ -171,6 +183,8 @@ def evaluate_cost(
     except MissingName as exc:
         if skip and isinstance(exc, AbsentValue) and exc.record in {t.key for t in bindings.values()}:
             return SKIPPED
+        if not_given(c, record, name, exc):
+            return FAILED  # a cost of the record's type reading a field the record leaves out: it does not apply
         c.report("KB502", record, where, f"{label}: {exc.message}")
         return FAILED
     except FormulaError as exc:
@@ -270,6 +284,9 @@ def cost_lookup(
             rows = dict(value.rows)
             if row_key is not None and row_key in rows:
                 value = rows[row_key]
+            elif row_key is not None and same_rows(costs, cost_name, shown):
+                # a row the table left out (skip_missing) is left out of a table over the same rows reading it
+                raise AbsentValue(shown, row_key, f"{shown} has no row for {row_key}")
             else:
                 used[shown] = value
                 return Table({k: v.quantity for k, v in value.rows or ()})
@@ -277,6 +294,12 @@ def cost_lookup(
         return value.quantity
 
     return lookup
+
+
+def same_rows(costs: dict, reader: str, read: str) -> bool:
+    """Two for_each costs of a record over the same list: a row of one stands for the same row of the other."""
+    each = [costs.get(name, {}).get("for_each") if isinstance(costs.get(name), dict) else None for name in (reader, read)]
+    return all(isinstance(e, dict) and e for e in each) and list(each[0].values()) == list(each[1].values())
 
 
 def check_bound(c: Computer, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:

@@ -1,0 +1,379 @@
+"""`kb plan`: for a workload, which option (storage tier) should hold the KV, each figure with its range and
+the records it rests on.
+
+A plan is a record of a type that carries `x-kb-plan` (the workload type): its costs, which the type
+supplies (`x-kb-costs`), are computed by the same engine as every other cost, so a plan has ranges,
+verdicts, units and provenance like any figure of the corpus, and its page on the site is the same plan.
+`kb plan WORKLOAD` reads a workload record; `kb plan FIELD=VALUE ...` plans one given on the command line
+(over a record, FIELD=VALUE changes it), computed without writing anything:
+
+    kb plan model=llama-3-1-70b accelerator=nvidia-h100-sxm gpus=8 prefix_tokens=8192 hit_rate=0.8:0.9:0.95 \\
+        engine=lmcache,sglang tiers=host-dram-pcie5,local-nvme-gen5 scale_up=peer-hbm-nvlink4
+
+A quantity may be a band, LOW:VALUE:HIGH; a reference field given several records (engine=a,b) becomes a
+choice among them (`inputs: {engine: {choose: [...]}}`), so every figure is computed for each.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import hashlib
+import io
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from kbtools.check.compute import Computer, Value, scenario_text, verdict
+from kbtools.check.links import Index
+from kbtools.check.load import load_record_bytes
+from kbtools.check.schema import validate_record
+from kbtools.corpus import Corpus, Record
+from kbtools.diagnostics import KbError
+from kbtools.lang.units import format_quantity
+
+BAND = ":"  # LOW:VALUE:HIGH
+LIST = ","
+
+
+class PlanError(KbError):
+    """A workload kb cannot plan: a usage error (exit 2)."""
+
+    def __init__(self, message: str):
+        super().__init__("KB900", message)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    label: str
+    value: Value
+
+    def shown(self) -> str:
+        text = self.value.shown()
+        spread = self.value.spread_shown()
+        return f"{text} ({spread})" if spread and spread != f"{text} to {text}" else text
+
+    def data(self) -> dict[str, Any]:
+        unit = self.value.unit
+        low, high = self.value.spread or (self.value.quantity, self.value.quantity)
+
+        def number(q: Any) -> float:
+            return float(q.to(unit).magnitude) if unit else float(q.magnitude)
+
+        return {
+            "label": self.label,
+            "value": number(self.value.quantity),
+            "low": number(low),
+            "high": number(high),
+            "unit": unit or f"{self.value.quantity.units:~P}",
+            "cases": [{"when": scenario_text(s), "value": number(q)} for s, q in self.value.variants],
+            "records": rests_on(self.value),
+            "sources": list(self.value.sources),
+        }
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    name: str
+    figures: tuple[Figure, ...]
+    verdict: str | None
+    breaches: tuple[str, ...]  # the limits its figures break ("the working set does not fit")
+
+
+@dataclass(frozen=True)
+class Plan:
+    record: Record
+    over: str
+    rank_by: str
+    figures: tuple[Figure, ...]  # of the node, one each
+    options: tuple[Option, ...]  # best first
+    diagnostics: tuple[Any, ...]
+
+
+def rests_on(value: Value) -> list[str]:
+    """Every record a figure rests on, itself first, through all its inputs (iteratively: chains are long)."""
+    seen: dict[str, None] = {}
+    stack, visited = [value], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        seen.setdefault(current.record, None)
+        stack.extend(v for _, v in reversed(current.inputs))
+        if current.recomputed is not None:
+            stack.append(current.recomputed)
+        for _, row in current.rows or ():
+            stack.append(row)
+    return list(seen)
+
+
+def planned_type(corpus: Corpus, record: Record | None) -> Any:
+    types = corpus.registry.types
+    if record is not None:
+        found = types.get(record.type) if record.type else None
+        if found is None or not found.planning:
+            raise PlanError(f"{record.key} is a {record.type}; kb plan plans a record of a type with x-kb-plan")
+        return found
+    planning = [t for t in types.values() if t.planning]
+    if len(planning) != 1:
+        raise PlanError("name the workload record to plan (more than one type, or none, carries x-kb-plan)")
+    return planning[0]
+
+
+def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
+    """The record to plan: `base` as it is, or changed (or made from nothing) by FIELD=VALUE settings."""
+    index = Index(corpus)
+    record = None
+    if base is not None:
+        record, candidates = index.resolve(base)
+        if record is None:
+            hint = f" (it could be {', '.join(c.key for c in candidates)})" if candidates else ""
+            raise PlanError(f"no record '{base}'{hint}")
+    record_type = planned_type(corpus, record)
+    if not settings:
+        return record  # type: ignore[return-value]  # planned_type refused None without settings above
+    data: dict[str, Any] = dict(record.data) if record is not None else {}
+    data.pop("costs", None)  # the type's own are put back when it is read again; the record's own stay
+    if record is not None and isinstance(record.data.get("costs"), dict):
+        own = {k: v for k, v in record.data["costs"].items() if k not in record_type.costs}
+        if own:
+            data["costs"] = own
+    inputs = dict(data.get("inputs") or {})
+    for setting in settings:
+        field, sep, text = setting.partition("=")
+        field, text = field.strip(), text.strip()
+        plan = record_type.plan.properties.get(field)
+        if not sep or plan is None or field in ("id", "type", "costs", "inputs"):
+            known = ", ".join(n for n in record_type.plan.properties if n not in record_type.envelope and n not in ("costs", "inputs"))
+            raise PlanError(f"cannot read '{setting}': write FIELD=VALUE, FIELD one of {known}")
+        if plan.ref_types or (plan.items is not None and plan.items.ref_types):
+            keys = [_reference(index, part.strip(), field) for part in text.split(LIST) if part.strip()]
+            if plan.items is not None and plan.items.ref_types:
+                data[field] = keys
+            elif len(keys) == 1:
+                data[field] = keys[0]
+                inputs.pop(field, None)
+            else:
+                data.pop(field, None)
+                inputs[field] = {"choose": keys}  # a choice among records: every figure is computed for each
+        elif plan.quantity is not None:
+            data[field] = _quantity(text)
+        else:
+            data[field] = text
+    if inputs:
+        data["inputs"] = inputs
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    data = {
+        "id": "plan",
+        "type": record_type.name,
+        "name": data.get("name") or "the workload asked of kb plan",
+        "status": "draft",
+        "confidence": data.get("confidence", 0.5),
+        "updated": today,
+        "sources": data.get("sources") or [],
+        **{k: v for k, v in data.items() if k not in ("id", "type", "name", "status", "confidence", "updated", "sources")},
+    }
+    text = "---\n" + json.dumps(data, ensure_ascii=False, indent=1) + "\n---\n"
+    raw = text.encode()
+    path = Path(f"records/{record_type.dir}/plan.md")
+    made, problems = load_record_bytes(raw, path.as_posix(), path, corpus.registry, hashlib.blake2b(raw).hexdigest())
+    if made is None:
+        raise PlanError("; ".join(d.message for d in problems))
+    for diagnostic in validate_record(made, record_type):
+        if "sources" not in diagnostic.message:  # a plan asked on the command line cites nothing of its own
+            raise PlanError(diagnostic.message)
+    return made
+
+
+def _reference(index: Index, text: str, field: str) -> str:
+    found, candidates = index.resolve(text)
+    if found is None:
+        hint = f" (it could be {', '.join(c.key for c in candidates)})" if candidates else ""
+        raise PlanError(f"{field}: no record '{text}'{hint}")
+    return found.key
+
+
+def _quantity(text: str) -> Any:
+    """'8192 token', 8192, or a band LOW:VALUE:HIGH."""
+    parts = [p.strip() for p in text.split(BAND)]
+    if len(parts) == 3:
+        low, value, high = (_number(p) for p in parts)
+        return {"value": value, "low": low, "high": high}
+    if len(parts) != 1:
+        raise PlanError(f"'{text}': write a value, or a band as LOW:VALUE:HIGH")
+    return _number(text)
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError:
+        return text  # 'VALUE UNIT': the record's own reading checks it
+
+
+def make_plan(corpus: Corpus, record: Record) -> Plan:
+    record_type = planned_type(corpus, record)
+    spec = record_type.planning
+    over, rank_by, worded = str(spec.get("over", "")), str(spec.get("rank_by", "")), spec.get("verdict")
+    limits: dict[str, str] = spec.get("limits", {}) if isinstance(spec.get("limits"), dict) else {}
+    diagnostics: tuple[Any, ...] = ()
+    if record.key in corpus.records and corpus.records[record.key] is record:
+        values = corpus.values(record.key)
+        diagnostics = tuple(d for d in corpus.diagnostics if d.path == record.path and d.severity == "error")
+    else:  # a workload asked on the command line: computed alone, against the checked corpus
+        scratch = replace(corpus, records={**corpus.records, record.key: record})
+        computer = Computer(scratch)
+        values = computer.run({record.key}).get(record.key)
+        diagnostics = tuple(d for d in computer.diagnostics if d.path == record.path and d.severity == "error")
+        if values is None:
+            raise PlanError("; ".join(d.message for d in diagnostics) or "the workload could not be computed")
+    specs = record.mapping("costs")
+
+    def label(name: str) -> str:
+        found = specs.get(name)
+        return str(found.get("label", name)) if isinstance(found, dict) else name
+
+    node, per_option = [], {}
+    for name, value in values.costs.items():
+        each = specs.get(name, {}).get("for_each") if isinstance(specs.get(name), dict) else None
+        if isinstance(each, dict) and list(each.values()) == [over]:
+            per_option[name] = dict(value.rows or ())
+        elif value.quantity is not None:
+            node.append(Figure(name, label(name), value))
+    keys = [k for k in (record.data.get(over) or []) if isinstance(k, str)]
+    index = Index(corpus)
+    options = []
+    for text in keys:
+        target, _ = index.resolve(text)
+        key = target.key if target is not None else text
+        figures = tuple(Figure(name, label(name), rows[key]) for name, rows in per_option.items() if key in rows)
+        said = None
+        if isinstance(worded, str) and key in per_option.get(worded, {}):
+            said = verdict(per_option[worded][key])
+        breaches = tuple(
+            words for name, words in limits.items() if key in per_option.get(name, {}) and _ratio(per_option[name][key]) > 1
+        )
+        options.append(Option(key, str(target.data.get("name", key)) if target else key, figures, said, breaches))
+
+    def rank(option: Option) -> tuple:
+        found = next((f for f in option.figures if f.name == rank_by), None)
+        return (len(option.breaches), found is None, _magnitude(found.value) if found else 0.0)
+
+    return Plan(record, over, rank_by, tuple(node), tuple(sorted(options, key=rank)), diagnostics)
+
+
+def _ratio(value: Value) -> float:
+    return float(value.quantity.to("dimensionless").magnitude)
+
+
+def _magnitude(value: Value) -> float:
+    return float(value.quantity.to_base_units().magnitude)
+
+
+# ---------------------------------------------------------------- output
+
+
+def as_json(plan: Plan) -> str:
+    body = {
+        "record": plan.record.key if plan.record.key != f"{plan.record.dir}/plan" else None,
+        "asked": _asked(plan.record),
+        "figures": {f.name: f.data() for f in plan.figures},
+        "ranked_by": plan.rank_by,
+        plan.over: [
+            {
+                "rank": n,
+                "key": o.key,
+                "name": o.name,
+                "verdict": o.verdict,
+                "limits_broken": list(o.breaches),
+                "figures": {f.name: f.data() for f in o.figures},
+            }
+            for n, o in enumerate(plan.options, 1)
+        ],
+    }
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+
+
+def as_csv(plan: Plan) -> str:
+    names = list(dict.fromkeys(f.name for o in plan.options for f in o.figures))
+    columns = ["rank", "key", "name", "verdict", "limits_broken"]
+    for name in names:
+        columns += [name, f"{name}_low", f"{name}_high", f"{name}_unit"]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for n, option in enumerate(plan.options, 1):
+        row: dict[str, Any] = {
+            "rank": n,
+            "key": option.key,
+            "name": option.name,
+            "verdict": option.verdict or "",
+            "limits_broken": "; ".join(option.breaches),
+        }
+        for figure in option.figures:
+            data = figure.data()
+            row.update({figure.name: data["value"], f"{figure.name}_low": data["low"], f"{figure.name}_high": data["high"], f"{figure.name}_unit": data["unit"]})
+        writer.writerow(row)
+    return buffer.getvalue()
+
+
+def as_text(plan: Plan, explain: bool = False) -> str:
+    lines = [f"kb plan: {plan.record.data.get('name', plan.record.key)}"]
+    lines += [f"  {field}: {shown}" for field, shown in _asked(plan.record).items()]
+    every = [*plan.figures, *(f for o in plan.options for f in o.figures)]
+    width = (max([len(f.name) for f in every] + [0]), max([len(f.shown()) for f in every] + [0]))
+    lines.append("")
+    lines.append("the node:")
+    for figure in plan.figures:
+        lines.extend(_figure_lines(figure, width, "  ", explain))
+    lines.append("")
+    lines.append(f"{plan.over}, best first (least {plan.rank_by}, then the rest):")
+    for n, option in enumerate(plan.options, 1):
+        lines.append(f"{n}. {option.key} ({option.name})")
+        if option.verdict:
+            lines.append(f"     a hit against the recompute: {option.verdict}")
+        for broken in option.breaches:
+            lines.append(f"     ! {broken}")
+        if not option.figures:
+            lines.append(f"     no figures: its record has no value for something the formulas read (kb explain {option.key})")
+        for figure in option.figures:
+            lines.extend(_figure_lines(figure, width, "     ", explain))
+    return "\n".join(lines) + "\n"
+
+
+def _figure_lines(figure: Figure, widths: tuple[int, int], indent: str, explain: bool) -> list[str]:
+    lines = [f"{indent}{figure.name.ljust(widths[0])}  {figure.shown().ljust(widths[1])}  {figure.label}"]
+    if explain:
+        data = figure.data()
+        deeper = indent + " " * (widths[0] + 2)
+        lines.append(f"{deeper}= {figure.value.formula.text if figure.value.formula else figure.name}")
+        lines.append(f"{deeper}rests on: {', '.join(data['records'])}")
+        lines.append(f"{deeper}sources: {', '.join(data['sources']) or 'none cited'}")
+        for scenario, figure_under in figure.value.variants:
+            lines.append(f"{deeper}if {scenario_text(scenario)}: {format_quantity(figure_under, figure.value.unit, 4)}")
+    return lines
+
+
+def _asked(record: Record) -> dict[str, str]:
+    """The workload's own fields as written, choices among records included."""
+    shown: dict[str, str] = {}
+    for name, value in record.data.items():
+        if name in ("id", "type", "name", "status", "confidence", "updated", "sources", "costs", "inputs"):
+            continue
+        shown[name] = _written(value)
+    for name, value in record.mapping("inputs").items():
+        shown[name] = " or ".join(value["choose"]) if isinstance(value, dict) and "choose" in value else _written(value)
+    return shown
+
+
+def _written(value: Any) -> str:
+    if isinstance(value, dict) and "value" in value:
+        band = f" ({value['low']} to {value['high']})" if "low" in value and "high" in value else ""
+        return f"{value['value']}{band}"
+    if isinstance(value, list):
+        return ", ".join(_written(v) for v in value)
+    return str(value)

@@ -1,0 +1,201 @@
+"""kb plan: for a workload, per tier, the working set against the tier, TTFT on a hit against recompute,
+the tier's load, $/Mtoken and J/token, each with its range; checked against hand arithmetic over the
+figures the records state, for five workloads, one of them a paper's own."""
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import REPO, run_kb
+
+H100_NODE = [
+    "model=llama-3-1-70b",
+    "accelerator=nvidia-h100-sxm",
+    "gpus=8",
+    "scale_up=peer-hbm-nvlink4",
+]
+
+
+@pytest.fixture(scope="module")
+def stated(tmp_path_factory):
+    """Every record's figures as kb reads them (in each field's canonical unit): the hand arithmetic
+    starts from these, never from a figure kb plan computed."""
+    out = tmp_path_factory.mktemp("export") / "kb.json"
+    done = run_kb("--root", str(REPO), "export", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    records = {r["key"]: r for r in json.loads(out.read_text())["records"]}
+
+    def figure(key, field):
+        record = records[key]
+        if field in record["values"]:
+            return record["values"][field]["value"]
+        return record["data"][field]  # a plain number the record writes (num_layers)
+
+    return figure
+
+
+def plan(*settings):
+    done = run_kb("--root", str(REPO), "plan", *settings, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def tier(found, key):
+    return next(t for t in found["tiers"] if t["key"] == key)["figures"]
+
+
+def close(a, b, rel=1e-3):
+    return a == pytest.approx(b, rel=rel)
+
+
+def kv_and_flops(stated, model, tokens):
+    """A GQA Llama's KV bytes and prefill FLOP from its geometry: K and V of every KV head of every layer,
+    and 2 FLOP per active parameter per token plus causal attention (QKᵀ and PV, half the square)."""
+    layers, kv_heads, head_dim = stated(model, "num_layers"), stated(model, "num_kv_heads"), stated(model, "head_dim")
+    hidden, dtype = stated(model, "hidden_size"), stated(model, "kv_dtype_size")
+    kv = 2 * layers * kv_heads * head_dim * dtype * tokens / 1e9  # GB
+    linear = 2 * stated(model, "params_active") * 1e9 * tokens
+    attention = 2 * 2 * layers * hidden * tokens**2 / 2
+    return kv, (linear + attention) / 1e15  # GB, PFLOP
+
+
+def test_the_papers_own_workload_mooncake_fast25(stated):
+    """Mooncake's FAST'25 §2.2: an 8K-token LLaMA3-70B prefix on 8 × A800 breaks even at about 6 GB/s. kb's
+    plan of the same workload (its record) gives the same threshold from the model record, within the
+    paper's cruder FLOP count (a·n²·d + b·n·d² per layer, no exact parameter count)."""
+    found = plan("workloads/mooncake-fast25-llama3-70b-8k-a800")
+    kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", 8192)
+    recompute = pflop * 1e15 / (8 * stated("accelerators/nvidia-a800-sxm", "peak_bf16_dense") * 1e12)  # s
+    assert close(found["figures"]["recompute_time"]["value"], recompute * 1e3)
+    assert close(found["figures"]["break_even_bandwidth"]["value"], kv / recompute)
+    published = stated("measurements/mooncake-break-even-bandwidth", "value")
+    assert published == 6 and abs(found["figures"]["break_even_bandwidth"]["value"] - published) / published < 0.15
+
+
+def test_a_gqa_model_on_host_dram_with_a_price(stated):
+    """Llama 3.1 70B on an H100 node, 90 % hits from host DRAM over each GPU's own PCIe link: every rank
+    reads its own KV heads over its own link, so the read takes bytes ÷ (8 × link)."""
+    found = plan(
+        *H100_NODE,
+        "engine=lmcache",
+        "prefix_tokens=8192",
+        "hit_rate=0.9",
+        "tiers=host-dram-pcie5",
+        "price=lambda-8x-h100-sxm-on-demand",
+    )
+    kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", 8192)
+    link = stated("storage-tiers/host-dram-pcie5", "bandwidth")  # GB/s
+    hit = kv / (8 * link)  # s
+    recompute = pflop * 1e15 / (8 * stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12)
+    ttft = 0.9 * hit + 0.1 * recompute
+    figures = tier(found, "storage-tiers/host-dram-pcie5")
+    assert close(figures["hit_time"]["value"], hit * 1e3)
+    assert close(figures["ttft"]["value"], ttft * 1e3)
+    price = stated("prices/lambda-8x-h100-sxm-on-demand", "per_accelerator_hour")  # USD/h
+    assert close(figures["prefill_usd_per_mtoken"]["value"], price * 8 * ttft / 3600 / 8192 * 1e6)
+    tdp = stated("accelerators/nvidia-h100-sxm", "tdp")  # W
+    assert close(figures["prefill_joules_per_token"]["value"], tdp * 8 * ttft / 8192)
+    assert found["tiers"][0]["verdict"].startswith("faster (")
+
+
+def test_an_mla_model_under_two_engines_names_the_engine(stated):
+    """DeepSeek-V3 replicates its latent on every rank: LMCache reads the prefix once and broadcasts it,
+    SGLang HiCache has every rank read it. From drives read with GPUDirect Storage (one per GPU, striped and
+    shared by the node) the engine decides the verdict."""
+    found = plan(
+        "model=deepseek-v3",
+        "accelerator=nvidia-h100-sxm",
+        "gpus=8",
+        "scale_up=peer-hbm-nvlink4",
+        "engine=lmcache,sglang",
+        "prefix_tokens=32000",
+        "hit_rate=1",
+        "tiers=nvme-gds-local",
+    )
+    model = "models/deepseek-v3"
+    kv = stated(model, "kv_bytes_per_token") * 32000 / 1e9  # GB
+    gds = "storage-tiers/nvme-gds-local"
+    drives = 8 * stated(gds, "links_per_accelerator")  # shared by the node: every drive serves any reader
+    nvlink = stated("storage-tiers/peer-hbm-nvlink4", "bandwidth")
+    once = kv / (drives * stated(gds, "bandwidth")) + kv / nvlink  # s: one read, then the broadcast
+    every = 8 * kv / (drives * stated(gds, "bandwidth"))  # every rank reads the whole prefix
+    figures = tier(found, gds)
+    cases = {case["when"]: case["value"] for case in figures["hit_time"]["cases"]}
+    lmcache, sglang = (next(v for w, v in cases.items() if name in w) for name in ("LMCache", "SGLang"))
+    assert close(lmcache, once * 1e3) and close(sglang, every * 1e3)
+    assert close(figures["hit_time"]["low"], once * 1e3) and close(figures["hit_time"]["high"], every * 1e3)
+    assert close(found["figures"]["node_bytes"]["high"], 8 * kv)
+    verdict = found["tiers"][0]["verdict"]
+    assert verdict.startswith("faster or slower") and "faster if engine is LMCache" in verdict, verdict
+
+
+def test_bands_give_the_range_at_their_corners(stated):
+    """A prefix of 4K to 32K and a hit rate of 80 % to 95 %: the TTFT's low end is the short prefix at the
+    high hit rate, its high end the long prefix at the low one."""
+    found = plan(*H100_NODE, "engine=lmcache", "prefix_tokens=4096:8192:32768", "hit_rate=0.8:0.9:0.95", "tiers=local-nvme-gen5")
+    peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12
+    gen5 = "storage-tiers/local-nvme-gen5"
+    drive = 8 * stated(gen5, "links_per_accelerator") * stated(gen5, "bandwidth")  # the node's drives, shared
+
+    def ttft(tokens, rate):
+        kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", tokens)
+        return (rate * kv / drive + (1 - rate) * pflop * 1e15 / (8 * peak)) * 1e3
+
+    figures = tier(found, "storage-tiers/local-nvme-gen5")["ttft"]
+    assert close(figures["value"], ttft(8192, 0.9))
+    assert close(figures["low"], ttft(4096, 0.95)) and close(figures["high"], ttft(32768, 0.8))
+
+
+def test_the_working_set_and_the_load_flag_a_tier_that_cannot_serve(stated):
+    """2,000 distinct 32K prefixes do not fit one H100's HBM; 20 requests a second of 32K hits need more
+    than the node's Gen4 drives give. Both are said, and such tiers rank last."""
+    found = plan(
+        *H100_NODE,
+        "engine=lmcache",
+        "prefix_tokens=32768",
+        "hit_rate=1",
+        "distinct_prefixes=2000",
+        "request_rate=20",
+        "tiers=local-nvme-gen4,gpu-hbm-h100,host-dram-pcie5",
+    )
+    kv, _ = kv_and_flops(stated, "models/llama-3-1-70b", 32768)
+    hbm = tier(found, "storage-tiers/gpu-hbm-h100")
+    assert close(hbm["tier_fill"]["value"], 2000 * kv / stated("storage-tiers/gpu-hbm-h100", "capacity"))
+    gen4 = tier(found, "storage-tiers/local-nvme-gen4")
+    drive, links = stated("storage-tiers/local-nvme-gen4", "bandwidth"), stated("storage-tiers/local-nvme-gen4", "links_per_accelerator")
+    assert close(gen4["tier_load"]["value"], 20 * kv / (drive * links * 8))
+    ranked = [(t["key"], t["limits_broken"]) for t in found["tiers"]]
+    assert ranked[0] == ("storage-tiers/host-dram-pcie5", [])
+    assert {k for k, broken in ranked[1:]} == {"storage-tiers/gpu-hbm-h100", "storage-tiers/local-nvme-gen4"}
+    assert all(broken for _, broken in ranked[1:]), ranked
+
+
+def test_text_csv_and_explain_carry_the_same_plan():
+    args = ("workloads/mooncake-fast25-llama3-70b-8k-a800",)
+    text = run_kb("--root", str(REPO), "plan", *args, "--explain")
+    assert text.returncode == 0, text.stderr
+    assert "break_even_bandwidth" in text.stdout and "rests on: workloads/mooncake-fast25-llama3-70b-8k-a800" in text.stdout
+    assert "sources: mooncake-fast25-paper" in text.stdout or "sources: " in text.stdout
+    rows = list(csv.DictReader(io.StringIO(run_kb("--root", str(REPO), "plan", *args, "--format", "csv").stdout)))
+    found = plan(*args)
+    assert [r["key"] for r in rows] == [t["key"] for t in found["tiers"]]
+    assert float(rows[0]["ttft"]) == pytest.approx(found["tiers"][0]["figures"]["ttft"]["value"])
+    assert {"ttft_low", "ttft_high", "ttft_unit"} <= set(rows[0])
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        (("model=no-such-model",), "model: no record 'no-such-model'"),
+        (("gpus",), "no record 'gpus'"),
+        (("prefix_tokens=1:2",), "write a value, or a band as LOW:VALUE:HIGH"),
+        (("colour=blue",), "cannot read 'colour=blue'"),
+        (("workloads/a", "workloads/b"), "one workload record at most"),
+        (("sources/mooncake-fast25-paper",), "kb plan plans a record of a type with x-kb-plan"),
+    ],
+)
+def test_a_plan_kb_cannot_make_is_a_usage_error(settings, words):
+    done = run_kb("--root", str(REPO), "plan", *settings)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
