@@ -199,3 +199,38 @@ def test_a_plan_kb_cannot_make_is_a_usage_error(settings, words):
     done = run_kb("--root", str(REPO), "plan", *settings)
     assert done.returncode == 2 and words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _number(text):
+    return float(text.split()[0].replace(",", ""))
+
+
+def test_the_planner_page_agrees_with_kb_plan(tmp_path):
+    """The workload's page is the planner: its calculator runs the same formulas in the browser. Its figures
+    agree with kb plan's, as the record has them and after changing the node and the prefix on the page
+    (kb plan given the same settings)."""
+    from site_support import browser, serve
+
+    out = tmp_path / "site"
+    done = run_kb("--root", str(REPO), "build", "--no-search", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    key = "workloads/mooncake-fast25-llama3-70b-8k-a800"
+    with serve(out) as url, browser() as chromium:
+        page = chromium.new_context().new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + key + ".html")
+
+        def agrees(found):
+            for option in found["tiers"]:
+                for name in ("hit_time", "ttft", "prefill_joules_per_token"):
+                    cell = page.locator(f"tr[data-cost={name}][data-row='{option['key']}'] td.calc-value")
+                    assert _number(cell.inner_text()) == pytest.approx(option["figures"][name]["value"], rel=1e-3)
+            cell = page.locator("tr[data-cost=break_even_bandwidth] td.calc-value")
+            assert _number(cell.inner_text()) == pytest.approx(found["figures"]["break_even_bandwidth"]["value"], rel=1e-3)
+
+        agrees(plan(key))
+        page.select_option("select[name=in-accelerator]", "accelerators/nvidia-h100-sxm")
+        page.fill("input[name=in-prefix_tokens]", "32768")
+        agrees(plan(key, "accelerator=nvidia-h100-sxm", "prefix_tokens=32768"))
+        assert errors == []

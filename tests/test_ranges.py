@@ -228,3 +228,32 @@ def test_ranges_reach_query_and_export(kb):
     ).fetchall()
     assert [(low, high) for low, high, _ in ranges] == [(200.0, 1600.0)]
     assert "engine is Every Rank" in ranges[0][2]
+
+
+def test_the_calculator_takes_the_same_ranges_in_the_browser(kb):
+    """The page's calculator evaluates the same formulas over the same combinations: the engine read twice
+    gives no range, the band and the choices give kb's ends; ticking one engine off leaves its figure alone."""
+    from site_support import browser, serve
+
+    conditions_kb(kb)
+    assert kb.run("build", "--no-search").exit_code == 0
+    with serve(kb.root / "site/_build") as url, browser() as chromium:
+        page = chromium.new_context().new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + "flops/hit.html")
+
+        def cells(cost):
+            row = page.locator(f"tr[data-cost={cost}]")
+            return row.locator("td.calc-value").inner_text(), row.locator("td.calc-range").inner_text()
+
+        assert cells("per_link_time") == ("200 ms", "")
+        assert cells("shared_time") == ("200 ms", "200 to 1,600 ms")
+        assert cells("expected_time") == ("280 ms", "215 to 1,570 ms")  # kb's, in test_a_verdict_names_...
+        assert cells("kv") == ("0.5757 GB", "0.5757 to 2.303 GB")
+        page.locator('input[name="in-engine"][value="engines/every-rank"]').uncheck()
+        assert cells("shared_time") == ("200 ms", "")
+        page.fill('input[name="in-hit_rate-high"]', "0.9")  # the band's top brought down to the value
+        # 0.9 × 200 ms + 0.1 × 500 ms at the low end, 0.8 × 200 ms + 0.2 × 1 s at the high end
+        assert cells("expected_time")[1] == "230 to 360 ms"
+        assert errors == []

@@ -38,6 +38,16 @@ def base(quantity: Any) -> dict[str, Any]:
     return {"m": float(quantity.magnitude) * factor, "d": dict(dims)}
 
 
+def leaf(value: Any) -> dict[str, Any]:
+    """A value as the calculator reads it: its figure in base units and, when conditions vary it, its figure
+    under each combination of them (`v`: the scenario as [condition, choice] pairs, sorted as kb sorts them),
+    so the browser takes a range over the same combinations kb does."""
+    out = base(value.quantity)
+    if value.variants:
+        out["v"] = [{"s": [list(choice) for choice in scenario], "m": base(q)["m"]} for scenario, q in value.variants]
+    return out
+
+
 def _dims(reduced: Any) -> dict[str, Any]:
     return {name.strip("[]"): power for name, power in reduced.dimensionality.items() if power}
 
@@ -67,6 +77,15 @@ def tree(node: ast.AST) -> Any:
             return {"default": [tree(node.args[0]), tree(node.args[1])]}
         return {"call": ident(node.func), "args": [tree(a) for a in node.args]}
     raise FormulaError("KB501", f"cannot export {type(node).__name__}")
+
+
+def _default_unit(record_type: Any, name: str, raw: Any) -> str | None:
+    """The unit a bare number is in: a field's canonical unit, a plain number for a cost's input."""
+    number = raw.get("value") if isinstance(raw, dict) else raw
+    if not isinstance(number, (int, float)) or isinstance(number, bool):
+        return None
+    plan = record_type.plan.properties.get(name) if record_type else None
+    return plan.quantity if plan is not None and plan.quantity not in (None, "*") else ""
 
 
 MAX_CHOICES = 40  # alternatives offered per reference input: enough to explore, pages stay small
@@ -100,10 +119,16 @@ class CalculatorExporter:
 
 def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> dict[str, Any] | None:
     record = corpus.records[key]
-    costs = record.data.get("costs")
+    written = record.data.get("costs")
     computed = corpus.values(key).costs
-    if not isinstance(costs, dict) or not computed or len(computed) != len(costs):
-        return None  # only records whose every cost computed get a calculator
+    record_type = corpus.registry.types.get(record.type or "")
+    supplied = record_type.costs if record_type else {}
+    if not isinstance(written, dict) or not computed:
+        return None
+    # the costs kb computed; a cost the record's type supplies may not apply to it (a field it leaves out)
+    costs = {name: spec for name, spec in written.items() if name in computed}
+    if len(costs) != len(written) and any(name not in supplied for name in written if name not in computed):
+        return None  # a cost of the record's own that did not compute: only records whose costs all did get one
     index, exports = shared.index, shared.exports
     records: dict[str, dict[str, Any]] = {}
 
@@ -115,8 +140,8 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
             return
         target = corpus.records[target_key]
         entry = corpus.values(target_key)
-        values = {name: base(v.quantity) for name, v in entry.fields.items() if v.quantity is not None}
-        values.update({name: base(v.quantity) for name, v in entry.costs.items() if v.quantity is not None})
+        values = {name: leaf(v) for name, v in entry.fields.items() if v.quantity is not None}
+        values.update({name: leaf(v) for name, v in entry.costs.items() if v.quantity is not None})
         refs: dict[str, str | list[str]] = {}
         record_type = corpus.registry.types.get(target.type or "")
         for name, plan in record_type.plan.properties.items() if record_type else []:
@@ -149,9 +174,27 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
 
     export_record(key)
     inputs = []
-    for name, raw in (record.data.get("inputs") or {}).items():
+    asked = dict(record.data.get("inputs") or {})
+    if supplied:  # a record whose costs its type supplies (a workload): its own fields are what one varies
+        for name, plan in record_type.plan.properties.items():
+            if name in record.data and name not in asked and name not in record_type.envelope and (plan.quantity is not None or plan.ref_types or (plan.items is not None and plan.items.ref_types)):
+                asked[name] = record.data[name]
+    for name, raw in asked.items():
+        if isinstance(raw, dict) and isinstance(raw.get("choose"), list):
+            found = [index.resolve(x)[0] for x in raw["choose"] if isinstance(x, str)]
+            keys = [t.key for t in found if t is not None]
+            types = {t.type or "" for t in found if t is not None}
+            others = [k for t in sorted(types) for k in shared.by_type.get(t, [])[:MAX_CHOICES] if k not in keys]
+            choices = keys + others[: max(0, MAX_CHOICES - len(keys))]
+            for choice in choices:
+                export_record(choice)
+            inputs.append({"name": name, "kind": "choose", "value": keys, "choices": choices})
+            continue
         items = raw if isinstance(raw, list) else [raw]
-        resolved = [index.resolve(x)[0] for x in items if isinstance(x, str) and "/" in x]
+        inputs_written = record.data.get("inputs") or {}
+        plan = record_type.plan.properties.get(name) if record_type and name not in inputs_written else None
+        by_id = plan is not None and bool(plan.ref_types or (plan.items is not None and plan.items.ref_types))
+        resolved = [index.resolve(x)[0] for x in items if isinstance(x, str) and ("/" in x or by_id)]
         targets = [t for t in resolved if t is not None]
         if targets and len(targets) == len(resolved):
             types = {t.type or "" for t in targets}
@@ -172,23 +215,47 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
                 }
             )
         else:
+            competing = isinstance(raw, list) and raw and all(isinstance(x, dict) and "value" in x for x in raw)
+            others: list[Any] = []
+            if competing:  # competing values: the preferred one is the box, every one not deprecated a choice
+                kept = [x for x in raw if x.get("rank") != "deprecated"]
+                others = sorted(kept, key=lambda x: x.get("rank") != "preferred")
+                raw = others[0]
             try:
                 quantity = parse_quantity_text(
-                    raw["value"] if isinstance(raw, dict) else raw, "" if isinstance(raw, (int, float)) else None
+                    raw["value"] if isinstance(raw, dict) else raw, _default_unit(record_type, name, raw)
                 )
             except (QuantityError, KeyError, TypeError):
                 return None
             unit = f"{quantity.units:~P}"
-            inputs.append(
-                {
-                    "name": name,
-                    "kind": "quantity",
-                    "value": float(quantity.magnitude),
-                    "unit": unit,
-                    "factor": base(quantity.units * 1)["m"],
-                    "d": base(quantity)["d"],
-                }
-            )
+            entry = {
+                "name": name,
+                "kind": "quantity",
+                "value": float(quantity.magnitude),
+                "unit": unit,
+                "factor": base(quantity.units * 1)["m"],
+                "d": base(quantity)["d"],
+            }
+            if len(others) > 1:
+                try:
+                    entry["choices"] = [
+                        {
+                            "text": str(x.get("condition") or x["value"]),
+                            "m": base(parse_quantity_text(x["value"], _default_unit(record_type, name, x)))["m"],
+                        }
+                        for x in others
+                    ]
+                except (QuantityError, TypeError, ValueError):
+                    return None
+            if isinstance(raw, dict) and raw.get("low") is not None and raw.get("high") is not None:
+                try:  # a band: its ends are inputs too, and the calculator takes the range over them
+                    entry["low"], entry["high"] = (
+                        float(parse_quantity_text(raw[end], _default_unit(record_type, name, raw[end])).to(quantity.units).magnitude)
+                        for end in ("low", "high")
+                    )
+                except (QuantityError, TypeError, ValueError):
+                    pass
+            inputs.append(entry)
     # rows of for_each over the record's own reference lists, and their referenced records
     for refs in list(records[key]["refs"].values()):
         for target_key in refs if isinstance(refs, list) else [refs]:

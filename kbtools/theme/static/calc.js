@@ -53,12 +53,28 @@
     return fail("unknown node");
   }
 
+  const INPUT = "calculator input "; // the conditions the calculator's own inputs make: a band, a choice of records
+
   function state() {
     const values = {};
     for (const input of model.inputs) {
       if (input.kind === "quantity") {
         const field = form.elements[`in-${input.name}`];
         values[input.name] = { value: { m: parseFloat(field.value) * input.factor, d: input.d } };
+        if (input.choices) { // competing values: the box is the preferred one, the others stay as the record has them
+          values[input.name].alts = input.choices.map((c, i) => ({ text: c.text, v: i === 0 ? values[input.name].value : { m: c.m, d: input.d } }));
+        }
+        const low = form.elements[`in-${input.name}-low`], high = form.elements[`in-${input.name}-high`];
+        if (low && high && low.value !== "" && high.value !== "") {
+          values[input.name].band = {
+            low: { m: parseFloat(low.value) * input.factor, d: input.d },
+            value: values[input.name].value,
+            high: { m: parseFloat(high.value) * input.factor, d: input.d },
+          };
+        }
+      } else if (input.kind === "choose") {
+        values[input.name] = { choose: Array.from(form.querySelectorAll(`input[name="in-${input.name}"]:checked`)).map((c) => c.value) };
+        if (values[input.name].choose.length === 0) fail(`${input.name}: choose at least one`);
       } else if (input.kind === "ref") {
         values[input.name] = { ref: form.elements[`in-${input.name}`].value };
       } else {
@@ -68,11 +84,29 @@
     return values;
   }
 
-  function run(values) {
+  // A figure under a combination of choices (`joint`, condition -> choice): the leaf's own figure for the
+  // conditions it rests on, as kb computed it; every condition met is noted in `found` with its choices.
+  const under = (v, joint, found) => {
+    if (!v.v) return v;
+    const own = new Set();
+    for (const entry of v.v) for (const [c, t] of entry.s) { own.add(c); (found[c] = found[c] || new Set()).add(t); }
+    const conds = [...own].sort();
+    if (!conds.every((c) => c in joint)) return v;
+    const key = JSON.stringify(conds.map((c) => [c, joint[c]]));
+    const hit = v.v.find((entry) => JSON.stringify(entry.s) === key);
+    return hit ? { m: hit.m, d: v.d } : v;
+  };
+
+  function run(values, joint = {}, found = {}) {
     const record = model.records[model.record];
     const memo = {};
     const recordOf = (name, bindings) => {
       if (name in bindings) return bindings[name];
+      if (values[name] && values[name].choose) {
+        const cond = INPUT + name, keys = values[name].choose;
+        (found[cond] = found[cond] || new Set()); keys.forEach((k) => found[cond].add(k));
+        return cond in joint ? joint[cond] : keys[0];
+      }
       if (values[name] && values[name].ref) return values[name].ref;
       if (name in record.refs && typeof record.refs[name] === "string") return record.refs[name];
       return fail(`'${name}' is not a record`);
@@ -80,7 +114,7 @@
     const valueOf = (key, field) => {
       const target = model.records[key] || fail(`no data for ${key}`);
       if (key === model.record && model.costs.some((c) => c.name === field)) return cost(field, {}, null);
-      return target.values[field] || missing(`${target.label} has no ${field}`, key);
+      return under(target.values[field] || missing(`${target.label} has no ${field}`, key), joint, found);
     };
     // record.function(args): the type's function as exported for that record, over its own fields
     const callOn = (key, name, args) => {
@@ -97,12 +131,22 @@
     };
     const scopeFor = (bindings, row) => ({
       name: (n) => {
+        if (values[n] && values[n].band) {
+          const cond = INPUT + n;
+          found[cond] = new Set(["low", "value", "high"]);
+          return values[n].band[cond in joint ? joint[cond] : "value"];
+        }
+        if (values[n] && values[n].alts) {
+          const cond = INPUT + n;
+          found[cond] = new Set(values[n].alts.map((a) => a.text));
+          return cond in joint ? values[n].alts.find((a) => a.text === joint[cond]).v : values[n].value;
+        }
         if (values[n] && values[n].value) return values[n].value;
         if (model.costs.some((c) => c.name === n)) {
           const v = cost(n, bindings, row);
           return v.rows && row && v.rows[row] ? v.rows[row] : v;
         }
-        return record.values[n] || missing(`'${n}' has no value`);
+        return under(record.values[n] || missing(`'${n}' has no value`), joint, found);
       },
       attr: (n, f) => valueOf(recordOf(n, bindings), f),
       fn: (n, f, args) => callOn(recordOf(n, bindings), f, args),
@@ -137,6 +181,41 @@
     return results;
   }
 
+  const MAX_SCENARIOS = 64; // as kb: past this many combinations no range is taken here
+
+  // Every figure's low and high end over every combination of the conditions met (a condition read in two
+  // places takes one choice in both, as kb takes it); conditions met only under some choice are found on the
+  // way, so the combinations are taken again until no new condition turns up.
+  function ranges(values, found) {
+    let conds = [];
+    let ends = null;
+    for (let round = 0; round < 4; round++) {
+      const names = Object.keys(found).sort();
+      if (names.length === conds.length) break;
+      conds = names;
+      const options = conds.map((c) => [...found[c]]);
+      const count = options.reduce((n, o) => n * o.length, 1);
+      if (count > MAX_SCENARIOS) return null;
+      ends = {};
+      const take = (key, v) => {
+        const e = ends[key] || (ends[key] = { low: v.m, high: v.m });
+        e.low = Math.min(e.low, v.m); e.high = Math.max(e.high, v.m);
+      };
+      for (let i = 0; i < count; i++) {
+        const joint = {};
+        let rest = i;
+        conds.forEach((c, j) => { joint[c] = options[j][rest % options[j].length]; rest = Math.floor(rest / options[j].length); });
+        let results;
+        try { results = run(values, joint, found); } catch (e) { continue; } // a combination that cannot be computed
+        for (const [name, result] of Object.entries(results)) {
+          if (result.rows) for (const [row, v] of Object.entries(result.rows)) take(`${name} ${row}`, v);
+          else take(name, result);
+        }
+      }
+    }
+    return ends;
+  }
+
   // the same rules as kbtools.units.format_number, so both show the same digits
   const format = (v) => {
     if (v === 0) return "0";
@@ -152,10 +231,13 @@
   function render() {
     const table = document.createElement("table");
     table.className = "rows";
-    table.innerHTML = "<thead><tr><th scope='col'>cost</th><th scope='col'>row</th><th scope='col'>value</th></tr></thead>";
+    table.innerHTML = "<thead><tr><th scope='col'>cost</th><th scope='col'>row</th><th scope='col'>value</th><th scope='col'>range</th></tr></thead>";
     const body = document.createElement("tbody");
     try {
-      const results = run(state());
+      const values = state();
+      const found = {};
+      const results = run(values, {}, found);
+      const spans = Object.keys(found).length ? ranges(values, found) : {};
       for (const spec of model.costs) {
         const result = results[spec.name];
         const entries = result.rows ? Object.entries(result.rows) : [[null, result]];
@@ -163,8 +245,16 @@
           const tr = document.createElement("tr");
           tr.dataset.cost = spec.name;
           if (key) tr.dataset.row = key;
-          const cells = [spec.label || spec.name, key ? model.records[key].label : "", `${format(v.m / spec.factor)} ${spec.unit}`];
-          cells.forEach((text, i) => { const td = document.createElement("td"); td.textContent = text; if (i === 2) td.className = "calc-value"; tr.appendChild(td); });
+          const span = spans === null ? null : spans[key ? `${spec.name} ${key}` : spec.name];
+          const shown = span === null ? "too many combinations to take here"
+            : span && span.low !== span.high ? `${format(span.low / spec.factor)} to ${format(span.high / spec.factor)} ${spec.unit}` : "";
+          const cells = [spec.label || spec.name, key ? model.records[key].label : "", `${format(v.m / spec.factor)} ${spec.unit}`, shown];
+          cells.forEach((text, i) => {
+            const td = document.createElement("td"); td.textContent = text;
+            if (i === 2) td.className = "calc-value";
+            if (i === 3) td.className = "calc-range";
+            tr.appendChild(td);
+          });
           body.appendChild(tr);
         }
       }
@@ -186,6 +276,16 @@
       field.type = "number"; field.name = `in-${input.name}`; field.value = input.value; field.step = "any"; field.min = "0";
       label.appendChild(field);
       form.appendChild(label);
+      if (input.low !== undefined && input.high !== undefined) {
+        for (const end of ["low", "high"]) { // a band: its ends are inputs too
+          const at = document.createElement("label");
+          at.textContent = `${input.name}, ${end} end`;
+          const box = document.createElement("input");
+          box.type = "number"; box.name = `in-${input.name}-${end}`; box.value = input[end]; box.step = "any"; box.min = "0";
+          at.appendChild(box);
+          form.appendChild(at);
+        }
+      }
     } else if (input.kind === "ref") {
       const label = document.createElement("label");
       label.textContent = input.name;
@@ -198,7 +298,7 @@
       }
       label.appendChild(select);
       form.appendChild(label);
-    } else {
+    } else { // a list, or a choice among records (every figure is computed for each one ticked)
       const set = document.createElement("fieldset");
       const legend = document.createElement("legend");
       legend.textContent = input.name;
