@@ -186,7 +186,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("asked", nargs="*", metavar="[DIR/ID] [FIELD=VALUE ...]", help="a workload record, and settings")
     plan.add_argument("--format", choices=("text", "json", "csv"), default="text")
-    plan.add_argument("--explain", action="store_true", help="each figure's formula, the records it rests on and their sources")
+    plan.add_argument(
+        "--explain", action="store_true", help="each figure's formula, the records it rests on and their sources"
+    )
     plan.set_defaults(handler=run_plan)
 
     explain = sub.add_parser(
@@ -242,7 +244,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         corpus.cache.close()  # a scoped run reads stored records until here
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
     if seen is not None:
-        memo.keep(settings, seen, diagnostics, len(corpus.records))
+        memo.keep(settings, seen, diagnostics, len(corpus.records), corpus.dated)
     return _report(args, diagnostics, summarize(diagnostics, len(corpus.records)))
 
 

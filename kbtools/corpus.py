@@ -264,6 +264,9 @@ class Corpus:
     cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
     complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
     scope: Any = None  # scope.Scope: the records a scoped kb check judges again (None: every record)
+    # every finding that depends on the day (a due date), due or not and its age unworded, as the stages made
+    # them: what the memo keeps, so that it answers a later day as a run would (kbtools.check.freshness)
+    dated: tuple[Diagnostic, ...] = ()
 
     @cached_property
     def graph(self) -> LinkGraph | None:

@@ -113,6 +113,11 @@ CODES: dict[str, Code] = {
         "pyproject.toml:41:1: error KB120 unknown key 'titel' in [tool.kb] (known: records, schema, "
         "severity, site, title, tolerance)",
     ),
+    "KB121": Code(
+        E,
+        "KB_TODAY, the date kb judges figures' ages against (KB620), is not a date (YYYY-MM-DD); no age was judged.",
+        "KB_TODAY:1:1: error KB121 KB_TODAY='2026-13-01' is not a date (YYYY-MM-DD): no figure's age was judged",
+    ),
     "KB200": Code(
         E,
         "A field breaks its type's JSON Schema.",
@@ -334,6 +339,15 @@ CODES: dict[str, Code] = {
         "A figure typed by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.",
         "records/flops/x.md:30:12: warning KB611 body: 3.35 TB/s is accelerators/nvidia-h100-sxm.memory_bandwidth (3.35 TB/s) typed by hand; write {{ accelerators/nvidia-h100-sxm.memory_bandwidth | TB/s }} so an edit to it cannot leave this stale",
     ),
+    # freshness
+    "KB620": Code(
+        W,
+        "A time-bound figure's date (a price's as_of, a measurement's published) is past its type's shelf life "
+        "(the schema's x-kb-shelf-life), and no record replacing it is named in superseded_by.",
+        "records/prices/x.md:15:8: warning KB620 as_of 2025-10-22 is 407 days old, past the 365-day shelf life "
+        "of a price (providers revise accelerator-hour prices within a year); renew it from its source, or name "
+        "the record that replaces it in superseded_by",
+    ),
     # internal
     "KB900": Code(
         E,
@@ -355,9 +369,22 @@ class Diagnostic:
     column: int = 1
     message: str
     hint: str | None = None
+    # The date (YYYY-MM-DD) from which the finding is reported, for one that depends on the day kb runs (a figure
+    # past its shelf life, KB620): stages and the store keep every such finding with its due date, and one filter
+    # (kbtools.check.freshness.reported) drops those not yet due and words the age of the others.
+    due: str | None = None
 
     @classmethod
-    def make(cls, code: str, path: str, line: int, column: int, message: str, hint: str | None = None) -> Diagnostic:
+    def make(
+        cls,
+        code: str,
+        path: str,
+        line: int,
+        column: int,
+        message: str,
+        hint: str | None = None,
+        due: str | None = None,
+    ) -> Diagnostic:
         return cls(
             code=code,
             severity=CODES[code].severity,
@@ -366,6 +393,7 @@ class Diagnostic:
             column=max(column, 1),
             message=message,
             hint=hint,
+            due=due,
         )
 
     def sort_key(self) -> tuple:
@@ -381,6 +409,8 @@ class Diagnostic:
             "column": self.column,
             "message": self.message,
             "hint": self.hint,
+            # only where there is one: every other finding's JSON stays as it was
+            **({"due": self.due} if self.due is not None else {}),
         }
 
     @classmethod

@@ -33,7 +33,10 @@ annotations a type's schema may carry:
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
   (sources), so they are not asked to quote the corpus's values inline (KB611);
 - `x-kb-measured-as: <shape>` on a reference field: a record of this type may cite, there, the
-  measurement `kb measure` made of that shape (`kv-prefix`, `kv-scattered`), and kb measure says so.
+  measurement `kb measure` made of that shape (`kv-prefix`, `kv-scattered`), and kb measure says so;
+- `x-kb-shelf-life`: how long a record's time-bound figures stay current, {field: a date field, days, reason}
+  (or a list of them with `when`, matched as x-kb-derive's are): a record whose date is older is KB620, unless
+  it names the record that replaces it in `superseded_by` (check/freshness.py).
 
 Adding a record type is adding a schema file (and its directory): no Python edit.
 """
@@ -147,6 +150,9 @@ class RecordType:
     constraints: tuple[dict, ...] = ()
     # the fields of the whole schemas its allOf $refs: the envelope every record has
     envelope: tuple[str, ...] = ()
+    # x-kb-shelf-life as a list of specs {field, days, when?, reason?}; empty when the type has none or it is
+    # ill-formed (then KB210 at the schema, and no record is judged by half of it)
+    shelf_life: tuple[dict, ...] = ()
 
     @cached_property
     def inlined_schema(self) -> Any:
@@ -398,6 +404,17 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
     for name, (path, text, contents) in documents.items():
         directory = contents.get("x-kb-dir")
         if directory is None:
+            if "x-kb-shelf-life" in contents:  # on a shared resource it would judge nothing, in silence
+                diagnostics.append(
+                    Diagnostic.make(
+                        "KB210",
+                        path.relative_to(root).as_posix(),
+                        _line_of(text, '"x-kb-shelf-life"'),
+                        1,
+                        "x-kb-shelf-life belongs on a record type's schema (one with x-kb-dir), where its date "
+                        "field is; here it applies to nothing",
+                    )
+                )
             continue  # a shared resource, not a record type
         rel = path.relative_to(root).as_posix()
         type_name = name[: -len(SCHEMA_SUFFIX)]
@@ -419,6 +436,16 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
             diagnostics.append(Diagnostic.make("KB210", rel, _line_of(text, '"$ref"'), 1, f"unresolvable $ref: {exc}"))
             continue
         resolver = registry.resolver(base_uri=contents.get("$id", name))
+        shelf_life: tuple[dict, ...] = ()
+        if "x-kb-shelf-life" in contents:
+            problems = shelf_life_problems(
+                contents["x-kb-shelf-life"], _date_fields(contents, resolver), set(plan.properties), type_name
+            )
+            line = _line_of(text, '"x-kb-shelf-life"')
+            diagnostics.extend(Diagnostic.make("KB210", rel, line, 1, f"x-kb-shelf-life: {p}") for p in problems)
+            if not problems:
+                raw = contents["x-kb-shelf-life"]
+                shelf_life = tuple(raw if isinstance(raw, list) else [raw])
         types[type_name] = RecordType(
             name=type_name,
             dir=directory,
@@ -430,6 +457,7 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
             property_order=tuple(_property_order(contents, resolver)),
             constraints=_constraints(contents, resolver),
             envelope=tuple(_shared_fields(contents, resolver)),
+            shelf_life=shelf_life,
         )
 
     seen_dirs: dict[str, str] = {}
@@ -824,6 +852,78 @@ def _check_plausible_annotations(documents: dict, root: Path) -> list[Diagnostic
                     )
                 )
     return out
+
+
+SHELF_LIFE_KEYS = ("field", "days", "when", "reason")
+# a hundred years: longer is no shelf life, and a date plus it stays a date Python can hold
+MAX_SHELF_LIFE_DAYS = 36_525
+
+
+def shelf_life_problems(annotation: Any, date_fields: set[str], fields: set[str], type_name: str) -> list[str]:
+    """What is wrong with a type's x-kb-shelf-life (empty when it is sound): one spec {field, days, when?,
+    reason?} or a list of them, each naming a date field of the type and a whole number of days, each `when`
+    a mapping of the type's fields to a value, a list of values or null (kbtools.check.compute.values.matching
+    reads it, as it reads x-kb-derive's)."""
+    specs = annotation if isinstance(annotation, list) else [annotation]
+    if isinstance(annotation, list) and not annotation:
+        return ["an empty list gives no shelf life: give {field, days} or a list of them with when"]
+    if not isinstance(annotation, (dict, list)):
+        return [f"is an object {{field, days, when, reason}} or a list of them, not {_json_kind(annotation)}"]
+    problems: list[str] = []
+    for index, spec in enumerate(specs):
+        where = f"[{index}] " if isinstance(annotation, list) else ""
+        if not isinstance(spec, dict):
+            problems.append(f"{where}is an object {{field, days, when, reason}}, not {_json_kind(spec)}")
+            continue
+        problems.extend(
+            f"{where}unknown key {json.dumps(key)} (known: {', '.join(SHELF_LIFE_KEYS)})"
+            for key in spec
+            if key not in SHELF_LIFE_KEYS
+        )
+        field_name = spec.get("field")
+        if not isinstance(field_name, str) or field_name not in date_fields:
+            known = ", ".join(sorted(date_fields)) or "none"
+            problems.append(
+                f"{where}field {json.dumps(field_name)} is not a date field of {type_name} (a property with "
+                f'"format": "date"; its date fields: {known})'
+            )
+        days = spec.get("days")
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_SHELF_LIFE_DAYS:
+            problems.append(
+                f"{where}days is a whole number of days from 1 to {MAX_SHELF_LIFE_DAYS:,}, not {json.dumps(days)}"
+            )
+        if "reason" in spec and not (isinstance(spec["reason"], str) and spec["reason"].strip()):
+            problems.append(f"{where}reason is a sentence saying why the shelf life is that long")
+        when = spec.get("when", {})
+        if not isinstance(when, dict):
+            problems.append(f"{where}when maps fields to the values they take, not {_json_kind(when)}")
+            when = {}
+        for name, wanted in when.items():
+            if name not in fields:
+                problems.append(f"{where}when.{name}: {json.dumps(name)} is not a field of {type_name}")
+            elif isinstance(wanted, list) and not wanted:
+                problems.append(f"{where}when.{name}: an empty list matches no record")
+            elif not all(v is None or _is_plain(v) for v in (wanted if isinstance(wanted, list) else [wanted])):
+                problems.append(f"{where}when.{name}: a value, a list of values or null (the field left out)")
+        if isinstance(annotation, list) and spec.get("when", {}) == {} and index < len(specs) - 1:
+            # specs are tried in order and the first that matches applies: the later ones would never be read
+            problems.append(f"{where}has no when, so it applies to every record and the specs after it never do")
+    return problems
+
+
+def _date_fields(schema: dict[str, Any], resolver) -> set[str]:
+    """The type's fields declared `"format": "date"`, its own and those of the whole schemas its allOf $refs."""
+    documents = [schema]
+    for sub in schema.get("allOf", []):
+        if isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and "#" not in sub["$ref"]:
+            documents.append(resolver.lookup(sub["$ref"]).contents)
+    return {
+        name
+        for document in documents
+        if isinstance(document.get("properties"), dict)
+        for name, spec in document["properties"].items()
+        if isinstance(spec, dict) and spec.get("format") == "date"
+    }
 
 
 def _shared_fields(schema: dict[str, Any], resolver) -> list[str]:

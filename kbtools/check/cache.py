@@ -46,7 +46,7 @@ from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
 from kbtools.state import StateUnavailable, state_dir
 
 CACHE_FILE = "check.sqlite"
-FORMAT = 6  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py)
+FORMAT = 7  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py); 7: due dates
 RACY_NS = 2_000_000_000
 INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.scope)
 
@@ -104,8 +104,19 @@ def _types() -> dict[str, Any]:
 def _default(value: Any) -> Any:
     t = _types()
     if isinstance(value, Diagnostic):
+        # with its due date (KB620's): the store keeps a finding whatever the day, and the filter at the end of a
+        # run (kbtools.check.freshness) decides from it whether the finding is due
         return {
-            "$d": [value.code, value.severity.value, value.path, value.line, value.column, value.message, value.hint]
+            "$d": [
+                value.code,
+                value.severity.value,
+                value.path,
+                value.line,
+                value.column,
+                value.message,
+                value.hint,
+                value.due,
+            ]
         }
     if isinstance(value, t["Record"]):
         return {
@@ -135,7 +146,7 @@ def _default(value: Any) -> Any:
     raise TypeError(f"kb does not cache a {type(value).__name__}")
 
 
-_ARITY = {"$d": 7, "$r": 10, "$ref": 3, "$scan": 3}
+_ARITY = {"$d": 8, "$r": 10, "$ref": 3, "$scan": 3}
 
 
 def _hook(obj: dict) -> Any:
@@ -146,9 +157,16 @@ def _hook(obj: dict) -> Any:
         return obj  # an ordinary mapping that happens to have one key
     t = _types()
     if tag == "$d":
-        code, severity, path, line, column, message, hint = body
+        code, severity, path, line, column, message, hint, due = body
         return Diagnostic(
-            code=code, severity=Severity(severity), path=path, line=line, column=column, message=message, hint=hint
+            code=code,
+            severity=Severity(severity),
+            path=path,
+            line=line,
+            column=column,
+            message=message,
+            hint=hint,
+            due=due,
         )
     if tag == "$r":
         path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body

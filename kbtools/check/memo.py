@@ -11,6 +11,10 @@ carries is ever read as a result. A fingerprint is taken before the run reads an
 during a run changes the next fingerprint. A file modified within two seconds of the fingerprint is not
 trusted by its stat (git's racy-clean rule): such a run keeps no memo. Each row carries a digest of its
 body, so a corrupt or truncated store costs a full check, never a wrong answer.
+
+A finding that depends on the day (a figure past its shelf life, KB620) is kept with its due date and its
+age unworded, due or not, and the answer passes through the filter a run ends with
+(kbtools.check.freshness.reported): the memo answers a later day, or another KB_TODAY, as a run would.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbtools.check.cache import RACY_NS, schema_key
+from kbtools.check.freshness import as_stored, reported
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.files import walk
@@ -79,7 +84,8 @@ def _body_digest(body: str) -> str:
 
 
 def recall(settings: Settings, seen: Fingerprint) -> tuple[list[Diagnostic], int] | None:
-    """The diagnostics and record count of the last run over exactly this tree, or None."""
+    """The diagnostics and record count of the last run over exactly this tree, or None: as a run would report
+    them today, in the order `kb check` prints them."""
     try:
         path = _store(settings, create=False)
         if not path.is_file():
@@ -92,16 +98,21 @@ def recall(settings: Settings, seen: Fingerprint) -> tuple[list[Diagnostic], int
         if row is None or not isinstance(row[0], str) or _body_digest(row[0]) != row[1]:
             return None
         body = json.loads(row[0])
-        return [Diagnostic.from_json(d) for d in body["diagnostics"]], int(body["records"])
+        kept = [Diagnostic.from_json(d) for d in body["diagnostics"]]
+        return sorted(reported(kept), key=Diagnostic.sort_key), int(body["records"])
     except (StateUnavailable, sqlite3.Error, OSError, ValueError, TypeError, KeyError):
         return None  # no memo, or one kb cannot read: the full check answers
 
 
-def keep(settings: Settings, seen: Fingerprint, diagnostics: list[Diagnostic], records: int) -> None:
-    """Remember this run's answer under the fingerprint taken before it read anything."""
+def keep(
+    settings: Settings, seen: Fingerprint, diagnostics: list[Diagnostic], records: int, dated: tuple[Diagnostic, ...]
+) -> None:
+    """Remember this run's answer under the fingerprint taken before it read anything: what it reported, but
+    the findings that depend on the day as the stages made them (`dated`), due or not, unworded."""
     if seen.newest_ns >= seen.taken_ns - RACY_NS:
         return  # something changed within the stat's granularity of the fingerprint: its stat proves nothing
-    body = json.dumps({"records": records, "diagnostics": [d.as_json() for d in diagnostics]})
+    whole = as_stored(diagnostics, dated)
+    body = json.dumps({"records": records, "diagnostics": [d.as_json() for d in whole]})
     try:
         path = _store(settings, create=True)
         connection = sqlite3.connect(path, timeout=30, isolation_level=None)

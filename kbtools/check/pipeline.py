@@ -1,4 +1,5 @@
-"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> compute.
+"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> compute
+-> freshness.
 
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
@@ -14,6 +15,7 @@ from kbtools.check.cache import Cache, schema_key
 from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import check_constraints
 from kbtools.check.debris import find_debris
+from kbtools.check.freshness import TODAY_CODE, check_freshness, reported
 from kbtools.check.links import resolve_links
 from kbtools.check.load import load_corpus, load_scoped
 from kbtools.check.schema import validate_schemas
@@ -24,7 +26,15 @@ from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import CODES, Diagnostic
 from kbtools.registry import TypeRegistry, load_registry
 
-STAGES = (validate_schemas, resolve_links, find_similar, find_debris, check_constraints, recompute_costs)
+STAGES = (
+    validate_schemas,
+    resolve_links,
+    find_similar,
+    find_debris,
+    check_constraints,
+    recompute_costs,
+    check_freshness,
+)
 
 
 def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False) -> Corpus:
@@ -57,7 +67,11 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
     problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
-    return replace(corpus, diagnostics=tuple(diagnostics))
+    # The one place a run meets the day it runs on: every stage and the store keep findings whatever the day,
+    # and this drops those not yet due and words the age of the rest (the memo's answer applies the same
+    # filter to what it kept). The findings as made stay beside them for the memo, which keeps them all.
+    dated = tuple(d for d in diagnostics if d.due is not None)
+    return replace(corpus, diagnostics=tuple(reported(diagnostics)), dated=dated)
 
 
 _LOADED: dict[tuple[str, str, str], TypeRegistry] = {}  # the last registry this process loaded
@@ -143,7 +157,7 @@ def _missing_records(settings: Settings) -> list[Diagnostic]:
 # Link breakage anywhere is reported even when only some files are named: a
 # deleted or renamed record breaks links in files the commit did not touch.
 BREAKAGE_CODES = frozenset({"KB300", "KB302", "KB303", "KB600"})
-CONFIG_CODES = frozenset({"KB120"})  # the configuration is every file's business
+CONFIG_CODES = frozenset({"KB120", TODAY_CODE})  # the configuration is every file's business
 
 
 def select(corpus: Corpus, paths: Iterable[Path]) -> list[Diagnostic]:
