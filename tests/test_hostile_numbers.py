@@ -265,7 +265,10 @@ def test_ten_thousand_competing_values_are_checked_and_carried(kb):
     )
     assert explain.returncode == 0, explain.stderr
     # 1000 TFLOP/s over 13.999 TB/s (the highest value) and over 4 TB/s (the preferred, lowest one)
-    assert "range: low 71.43 FLOP/B, preferred 250 FLOP/B, high 250 FLOP/B, over 1 condition (an interval enclosure" in explain.stdout
+    assert (
+        "range: low 71.43 FLOP/B, preferred 250 FLOP/B, high 250 FLOP/B, over 1 condition (an interval enclosure"
+        in explain.stdout
+    )
 
 
 def test_a_quantity_with_a_long_run_of_spaces_is_read_in_one_pass(kb):

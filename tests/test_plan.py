@@ -133,7 +133,9 @@ def test_an_mla_model_under_two_engines_names_the_engine(stated):
 def test_bands_give_the_range_at_their_corners(stated):
     """A prefix of 4K to 32K and a hit rate of 80 % to 95 %: the TTFT's low end is the short prefix at the
     high hit rate, its high end the long prefix at the low one."""
-    found = plan(*H100_NODE, "engine=lmcache", "prefix_tokens=4096:8192:32768", "hit_rate=0.8:0.9:0.95", "tiers=local-nvme-gen5")
+    found = plan(
+        *H100_NODE, "engine=lmcache", "prefix_tokens=4096:8192:32768", "hit_rate=0.8:0.9:0.95", "tiers=local-nvme-gen5"
+    )
     peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12
     gen5 = "storage-tiers/local-nvme-gen5"
     drive = 8 * stated(gen5, "links_per_accelerator") * stated(gen5, "bandwidth")  # the node's drives, shared
@@ -163,7 +165,10 @@ def test_the_working_set_and_the_load_flag_a_tier_that_cannot_serve(stated):
     hbm = tier(found, "storage-tiers/gpu-hbm-h100")
     assert close(hbm["tier_fill"]["value"], 2000 * kv / stated("storage-tiers/gpu-hbm-h100", "capacity"))
     gen4 = tier(found, "storage-tiers/local-nvme-gen4")
-    drive, links = stated("storage-tiers/local-nvme-gen4", "bandwidth"), stated("storage-tiers/local-nvme-gen4", "links_per_accelerator")
+    drive, links = (
+        stated("storage-tiers/local-nvme-gen4", "bandwidth"),
+        stated("storage-tiers/local-nvme-gen4", "links_per_accelerator"),
+    )
     assert close(gen4["tier_load"]["value"], 20 * kv / (drive * links * 8))
     ranked = [(t["key"], t["limits_broken"]) for t in found["tiers"]]
     assert ranked[0] == ("storage-tiers/host-dram-pcie5", [])
@@ -175,7 +180,10 @@ def test_text_csv_and_explain_carry_the_same_plan():
     args = ("workloads/mooncake-fast25-llama3-70b-8k-a800",)
     text = run_kb("--root", str(REPO), "plan", *args, "--explain")
     assert text.returncode == 0, text.stderr
-    assert "break_even_bandwidth" in text.stdout and "rests on: workloads/mooncake-fast25-llama3-70b-8k-a800" in text.stdout
+    assert (
+        "break_even_bandwidth" in text.stdout
+        and "rests on: workloads/mooncake-fast25-llama3-70b-8k-a800" in text.stdout
+    )
     assert "sources: mooncake-fast25-paper" in text.stdout or "sources: " in text.stdout
     rows = list(csv.DictReader(io.StringIO(run_kb("--root", str(REPO), "plan", *args, "--format", "csv").stdout)))
     found = plan(*args)
@@ -227,7 +235,9 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
                     cell = page.locator(f"tr[data-cost={name}][data-row='{option['key']}'] td.calc-value")
                     assert _number(cell.inner_text()) == pytest.approx(option["figures"][name]["value"], rel=1e-3)
             cell = page.locator("tr[data-cost=break_even_bandwidth] td.calc-value")
-            assert _number(cell.inner_text()) == pytest.approx(found["figures"]["break_even_bandwidth"]["value"], rel=1e-3)
+            assert _number(cell.inner_text()) == pytest.approx(
+                found["figures"]["break_even_bandwidth"]["value"], rel=1e-3
+            )
 
         agrees(plan(key))
         page.select_option("select[name=in-accelerator]", "accelerators/nvidia-h100-sxm")

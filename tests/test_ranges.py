@@ -6,7 +6,6 @@ import json
 import sqlite3
 
 import pytest
-from conftest import run_kb
 from test_compute import MODEL
 
 from kbtools.lang.formula import FormulaError, parse_formula
@@ -223,9 +222,11 @@ def test_ranges_reach_query_and_export(kb):
         )
     )
     assert rows["shared_time"] == (200.0, 200.0, 1600.0)
-    ranges = sqlite3.connect(out).execute(
-        "SELECT low, high, over FROM ranges WHERE key = 'flops/hit' AND value = 'shared_time'"
-    ).fetchall()
+    ranges = (
+        sqlite3.connect(out)
+        .execute("SELECT low, high, over FROM ranges WHERE key = 'flops/hit' AND value = 'shared_time'")
+        .fetchall()
+    )
     assert [(low, high) for low, high, _ in ranges] == [(200.0, 1600.0)]
     assert "engine is Every Rank" in ranges[0][2]
 

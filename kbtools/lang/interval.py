@@ -52,7 +52,9 @@ class Interval:
         try:
             return cls(a, b.to(a.units)) if a <= b else cls(b, a.to(b.units))
         except pint.DimensionalityError:
-            raise FormulaError("KB503", f"a range from {format_quantity(a)} to {format_quantity(b)} mixes units") from None
+            raise FormulaError(
+                "KB503", f"a range from {format_quantity(a)} to {format_quantity(b)} mixes units"
+            ) from None
 
     @property
     def point(self) -> bool:
@@ -62,7 +64,9 @@ class Interval:
         return self.low.magnitude <= 0 <= self.high.to(self.low.units).magnitude
 
     def shown(self) -> str:
-        return format_quantity(self.low) if self.point else f"{format_quantity(self.low)} to {format_quantity(self.high)}"
+        return (
+            format_quantity(self.low) if self.point else f"{format_quantity(self.low)} to {format_quantity(self.high)}"
+        )
 
 
 # name -> Interval or a Table of Intervals; param(record, 'id') -> Interval; record.function(args) -> Interval
@@ -90,12 +94,11 @@ def _whole(value: Any, node: ast.AST) -> Interval:
 def _corners(left: Interval, right: Interval, op: str) -> Interval:
     """A product or quotient is monotone in each operand on a range that does not cross 0 (for a divisor),
     so its extremes are among the four corner figures."""
-    figures = [
-        _bounded(_apply(lambda a=a, b=b: a * b if op == "*" else a / b, a, b, op))
-        for a in (left.low, left.high)
-        for b in (right.low, right.high)
-    ]
-    return _hull(figures)
+
+    def corner(a: Any, b: Any) -> Any:
+        return _bounded(_apply(lambda: a * b if op == "*" else a / b, a, b, op))
+
+    return _hull([corner(a, b) for a in (left.low, left.high) for b in (right.low, right.high)])
 
 
 def _hull(figures: list[Any]) -> Interval:
@@ -158,7 +161,9 @@ def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: Ra
             what = ast.unparse(node.right)
             raise FormulaError(
                 "KB505",
-                f"division by zero: {what} is 0" if right.point else f"division by a range that holds 0: {what} is {right.shown()}",
+                f"division by zero: {what} is 0"
+                if right.point
+                else f"division by a range that holds 0: {what} is {right.shown()}",
             )
         return _corners(left, right, op)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -205,5 +210,7 @@ def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: Ra
             raise FormulaError("KB503", f"{name}() needs a plain number, got {value.low.units:~P}")
         rounding = math.ceil if name == "ceil" else math.floor
         low, high = (float(q.to(ureg.dimensionless).magnitude) for q in (value.low, value.high))
-        return Interval(ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless))
+        return Interval(
+            ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless)
+        )
     raise FormulaError("KB501", "this construct is not allowed in a formula")

@@ -71,7 +71,9 @@ class Written:
     note: str | None = None
     vendor_claim: bool = False
     rank: str | None = None  # preferred | normal | deprecated, for one of several competing values
-    condition: str | None = None  # when this one of several values holds (the engine, the precision): a choice, not a dispute
+    condition: str | None = (
+        None  # when this one of several values holds (the engine, the precision): a choice, not a dispute
+    )
     low: pint.Quantity | None = None  # a sourced band around the value: its low and high end
     high: pint.Quantity | None = None
 
@@ -218,10 +220,17 @@ def parse_quantity_text(value: Any, default_unit: str | None) -> pint.Quantity:
 def parse_written(value: Any, canonical: str | None) -> Written:
     """A field's value (short or long form) -> Written; checks the dimension against `canonical`."""
     if isinstance(value, dict):
-        if canonical is None and isinstance(value.get("value"), (int, float)) and not isinstance(value.get("value"), bool):
+        if (
+            canonical is None
+            and isinstance(value.get("value"), (int, float))
+            and not isinstance(value.get("value"), bool)
+        ):
             canonical = ""  # a bare number where any unit may stand (a cost's input) is a plain number
         quantity = parse_quantity_text(value.get("value"), canonical)
-        ends = [parse_quantity_text(value[end], canonical) if value.get(end) is not None else None for end in ("low", "high")]
+        ends = [
+            parse_quantity_text(value[end], canonical) if value.get(end) is not None else None
+            for end in ("low", "high")
+        ]
         written = Written(
             quantity,
             value.get("basis"),
@@ -234,9 +243,9 @@ def parse_written(value: Any, canonical: str | None) -> Written:
         )
     else:
         written = Written(parse_quantity_text(value, canonical))
-    for quantity in (written.quantity, written.low, written.high):
-        if quantity is not None and canonical not in (None, "*"):
-            check_dimension(quantity, canonical)
+    for figure in (written.quantity, written.low, written.high):
+        if figure is not None and canonical not in (None, "*"):
+            check_dimension(figure, canonical)
     if written.low is not None or written.high is not None:
         _check_band(written)
     return written

@@ -148,7 +148,9 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
         field, text = field.strip(), text.strip()
         plan = record_type.plan.properties.get(field)
         if not sep or plan is None or field in ("id", "type", "costs", "inputs"):
-            known = ", ".join(n for n in record_type.plan.properties if n not in record_type.envelope and n not in ("costs", "inputs"))
+            known = ", ".join(
+                n for n in record_type.plan.properties if n not in record_type.envelope and n not in ("costs", "inputs")
+            )
             raise PlanError(f"cannot read '{setting}': write FIELD=VALUE, FIELD one of {known}")
         if plan.ref_types or (plan.items is not None and plan.items.ref_types):
             keys = [_reference(index, part.strip(), field) for part in text.split(LIST) if part.strip()]
@@ -166,7 +168,7 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
             data[field] = text
     if inputs:
         data["inputs"] = inputs
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
     data = {
         "id": "plan",
         "type": record_type.name,
@@ -175,7 +177,11 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
         "confidence": data.get("confidence", 0.5),
         "updated": today,
         "sources": data.get("sources") or [],
-        **{k: v for k, v in data.items() if k not in ("id", "type", "name", "status", "confidence", "updated", "sources")},
+        **{
+            k: v
+            for k, v in data.items()
+            if k not in ("id", "type", "name", "status", "confidence", "updated", "sources")
+        },
     }
     text = "---\n" + json.dumps(data, ensure_ascii=False, indent=1) + "\n---\n"
     raw = text.encode()
@@ -227,10 +233,11 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
     else:  # a workload asked on the command line: computed alone, against the checked corpus
         scratch = replace(corpus, records={**corpus.records, record.key: record})
         computer = Computer(scratch)
-        values = computer.run({record.key}).get(record.key)
+        found = computer.run({record.key}).get(record.key)
         diagnostics = tuple(d for d in computer.diagnostics if d.path == record.path and d.severity == "error")
-        if values is None:
+        if found is None:
             raise PlanError("; ".join(d.message for d in diagnostics) or "the workload could not be computed")
+        values = found
     specs = record.mapping("costs")
 
     def label(name: str) -> str:
@@ -255,7 +262,9 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         if isinstance(worded, str) and key in per_option.get(worded, {}):
             said = verdict(per_option[worded][key])
         breaches = tuple(
-            words for name, words in limits.items() if key in per_option.get(name, {}) and _ratio(per_option[name][key]) > 1
+            words
+            for name, words in limits.items()
+            if key in per_option.get(name, {}) and _ratio(per_option[name][key]) > 1
         )
         options.append(Option(key, str(target.data.get("name", key)) if target else key, figures, said, breaches))
 
@@ -316,7 +325,14 @@ def as_csv(plan: Plan) -> str:
         }
         for figure in option.figures:
             data = figure.data()
-            row.update({figure.name: data["value"], f"{figure.name}_low": data["low"], f"{figure.name}_high": data["high"], f"{figure.name}_unit": data["unit"]})
+            row.update(
+                {
+                    figure.name: data["value"],
+                    f"{figure.name}_low": data["low"],
+                    f"{figure.name}_high": data["high"],
+                    f"{figure.name}_unit": data["unit"],
+                }
+            )
         writer.writerow(row)
     return buffer.getvalue()
 
@@ -339,7 +355,9 @@ def as_text(plan: Plan, explain: bool = False) -> str:
         for broken in option.breaches:
             lines.append(f"     ! {broken}")
         if not option.figures:
-            lines.append(f"     no figures: its record has no value for something the formulas read (kb explain {option.key})")
+            lines.append(
+                f"     no figures: its record has no value for something the formulas read (kb explain {option.key})"
+            )
         for figure in option.figures:
             lines.extend(_figure_lines(figure, width, "     ", explain))
     return "\n".join(lines) + "\n"

@@ -177,7 +177,12 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
     asked = dict(record.data.get("inputs") or {})
     if supplied:  # a record whose costs its type supplies (a workload): its own fields are what one varies
         for name, plan in record_type.plan.properties.items():
-            if name in record.data and name not in asked and name not in record_type.envelope and (plan.quantity is not None or plan.ref_types or (plan.items is not None and plan.items.ref_types)):
+            if (
+                name in record.data
+                and name not in asked
+                and name not in record_type.envelope
+                and (plan.quantity is not None or plan.ref_types or (plan.items is not None and plan.items.ref_types))
+            ):
                 asked[name] = record.data[name]
     for name, raw in asked.items():
         if isinstance(raw, dict) and isinstance(raw.get("choose"), list):
@@ -216,11 +221,11 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
             )
         else:
             competing = isinstance(raw, list) and raw and all(isinstance(x, dict) and "value" in x for x in raw)
-            others: list[Any] = []
+            ranked: list[dict[str, Any]] = []
             if competing:  # competing values: the preferred one is the box, every one not deprecated a choice
-                kept = [x for x in raw if x.get("rank") != "deprecated"]
-                others = sorted(kept, key=lambda x: x.get("rank") != "preferred")
-                raw = others[0]
+                kept = [x for x in raw if isinstance(x, dict) and x.get("rank") != "deprecated"]
+                ranked = sorted(kept, key=lambda x: x.get("rank") != "preferred")
+                raw = ranked[0]
             try:
                 quantity = parse_quantity_text(
                     raw["value"] if isinstance(raw, dict) else raw, _default_unit(record_type, name, raw)
@@ -236,21 +241,25 @@ def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> di
                 "factor": base(quantity.units * 1)["m"],
                 "d": base(quantity)["d"],
             }
-            if len(others) > 1:
+            if len(ranked) > 1:
                 try:
                     entry["choices"] = [
                         {
                             "text": str(x.get("condition") or x["value"]),
                             "m": base(parse_quantity_text(x["value"], _default_unit(record_type, name, x)))["m"],
                         }
-                        for x in others
+                        for x in ranked
                     ]
                 except (QuantityError, TypeError, ValueError):
                     return None
             if isinstance(raw, dict) and raw.get("low") is not None and raw.get("high") is not None:
                 try:  # a band: its ends are inputs too, and the calculator takes the range over them
                     entry["low"], entry["high"] = (
-                        float(parse_quantity_text(raw[end], _default_unit(record_type, name, raw[end])).to(quantity.units).magnitude)
+                        float(
+                            parse_quantity_text(raw[end], _default_unit(record_type, name, raw[end]))
+                            .to(quantity.units)
+                            .magnitude
+                        )
                         for end in ("low", "high")
                     )
                 except (QuantityError, TypeError, ValueError):

@@ -298,8 +298,14 @@ def cost_lookup(
 
 def same_rows(costs: dict, reader: str, read: str) -> bool:
     """Two for_each costs of a record over the same list: a row of one stands for the same row of the other."""
-    each = [costs.get(name, {}).get("for_each") if isinstance(costs.get(name), dict) else None for name in (reader, read)]
-    return all(isinstance(e, dict) and e for e in each) and list(each[0].values()) == list(each[1].values())
+    lists = []
+    for name in (reader, read):
+        spec = costs.get(name)
+        each = spec.get("for_each") if isinstance(spec, dict) else None
+        if not isinstance(each, dict) or not each:
+            return False
+        lists.append(list(each.values()))
+    return lists[0] == lists[1]
 
 
 def check_bound(c: Computer, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:

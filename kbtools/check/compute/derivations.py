@@ -351,5 +351,9 @@ def compare(
         path,
         f"{label}: stated {format_quantity(stated)} but {computed.formula.text if computed.formula else computed.name} = {substituted(computed)} "
         f"= {format_quantity(recomputed)}; {how} (tolerance {tolerance * 100:g}%)"
-        + (f", and outside its range {computed.spread_shown()} over the conditions it rests on" if computed.spread else ""),
+        + (
+            f", and outside its range {computed.spread_shown()} over the conditions it rests on"
+            if computed.spread
+            else ""
+        ),
     )

@@ -329,7 +329,9 @@ class Computer:
                 raise ValueFailed()  # the links stage reports a dangling reference
             value = self.field_or_cost(target, field)
             if value is None:
-                raise AbsentValue(f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'")
+                raise AbsentValue(
+                    f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'"
+                )
             options.append((f"{name} is {target.data.get('name') or target.key}", value))
         return chosen_value(f"{record.key}.inputs.{name}", options, preferred)
 

@@ -83,7 +83,9 @@ class Encoder:
             "recomputed": lambda v: node(v) if v is not None else None,
             "rows": lambda rows: [[n, node(v)] for n, v in rows] if rows is not None else None,
             "alternatives": lambda values: [node(a) for a in values],
-            "variants": lambda variants: [[[list(choice) for choice in scenario], quantity(q)] for scenario, q in variants],
+            "variants": lambda variants: [
+                [[list(choice) for choice in scenario], quantity(q)] for scenario, q in variants
+            ],
             "bounds": lambda bounds: [quantity(q) for q in bounds] if bounds is not None else None,
         }
 

@@ -301,7 +301,9 @@ def variants_of(
         def param(var: str, pid: str, scenario: Scenario = scenario) -> Any:
             return pick(f"param({var}, '{pid}')", scenario)
 
-        def call(var: str, function: str, arguments: Callable[[], list], text: str, scenario: Scenario = scenario) -> Any:
+        def call(
+            var: str, function: str, arguments: Callable[[], list], text: str, scenario: Scenario = scenario
+        ) -> Any:
             if recall is None:
                 return pick(text, scenario)
             again: dict[str, Value] = {}
@@ -324,7 +326,9 @@ def _interval(value: Value) -> Any:
     return Interval.of(low, high)
 
 
-def _enclosure(formula: Formula, used: tuple[tuple[str, Value], ...], units: Any, recall: Recall | None) -> tuple[Any, Any] | None:
+def _enclosure(
+    formula: Formula, used: tuple[tuple[str, Value], ...], units: Any, recall: Recall | None
+) -> tuple[Any, Any] | None:
     """low and high by interval arithmetic over each input's own range; None when it cannot be computed (a
     range that holds a divisor's 0: the combinations enumerated stand alone then)."""
     ranges = {key: value for key, value in used}
@@ -401,7 +405,9 @@ def substituted(value: Value, depth: int = 0) -> str:
     return written_out(value.formula.tree, name_text)
 
 
-def choices(record: Record, name: str, written: Written, others: list[Written], unit: str | None) -> tuple[tuple[Scenario, Any], ...]:
+def choices(
+    record: Record, name: str, written: Written, others: list[Written], unit: str | None
+) -> tuple[tuple[Scenario, Any], ...]:
     """A stated value as a condition of what reads it: each of its sourced values not deprecated (the
     preferred first) or each end of its band is a choice, said by the condition it holds under when it
     names one, else by its figure and source."""
