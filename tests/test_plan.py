@@ -16,6 +16,45 @@ H100_NODE = [
     "scale_up=peer-hbm-nvlink4",
 ]
 
+# The five workloads planned below, as kb plan's settings; the page test writes each as a workload record.
+WORKLOADS = {
+    "gqa-host-dram-priced": [
+        *H100_NODE,
+        "engine=lmcache",
+        "prefix_tokens=8192",
+        "hit_rate=0.9",
+        "tiers=host-dram-pcie5",
+        "price=lambda-8x-h100-sxm-on-demand",
+    ],
+    "mla-two-engines": [
+        "model=deepseek-v3",
+        "accelerator=nvidia-h100-sxm",
+        "gpus=8",
+        "scale_up=peer-hbm-nvlink4",
+        "engine=lmcache,sglang",
+        "prefix_tokens=32000",
+        "hit_rate=1",
+        "tiers=nvme-gds-local",
+    ],
+    "bands": [
+        *H100_NODE,
+        "engine=lmcache",
+        "prefix_tokens=4096:8192:32768",
+        "hit_rate=0.8:0.9:0.95",
+        "tiers=local-nvme-gen5",
+    ],
+    "fit-and-load": [
+        *H100_NODE,
+        "engine=lmcache",
+        "prefix_tokens=32768",
+        "hit_rate=1",
+        "distinct_prefixes=2000",
+        "request_rate=20",
+        "tiers=local-nvme-gen4,gpu-hbm-h100,host-dram-pcie5",
+    ],
+}
+MOONCAKE = "workloads/mooncake-fast25-llama3-70b-8k-a800"  # the published one, a record of the repository
+
 
 @pytest.fixture(scope="module")
 def stated(tmp_path_factory):
@@ -64,7 +103,7 @@ def test_the_papers_own_workload_mooncake_fast25(stated):
     """Mooncake's FAST'25 §2.2: an 8K-token LLaMA3-70B prefix on 8 × A800 breaks even at about 6 GB/s. kb's
     plan of the same workload (its record) gives the same threshold from the model record, within the
     paper's cruder FLOP count (a·n²·d + b·n·d² per layer, no exact parameter count)."""
-    found = plan("workloads/mooncake-fast25-llama3-70b-8k-a800")
+    found = plan(MOONCAKE)
     kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", 8192)
     recompute = pflop * 1e15 / (8 * stated("accelerators/nvidia-a800-sxm", "peak_bf16_dense") * 1e12)  # s
     assert close(found["figures"]["recompute_time"]["value"], recompute * 1e3)
@@ -76,14 +115,7 @@ def test_the_papers_own_workload_mooncake_fast25(stated):
 def test_a_gqa_model_on_host_dram_with_a_price(stated):
     """Llama 3.1 70B on an H100 node, 90 % hits from host DRAM over each GPU's own PCIe link: every rank
     reads its own KV heads over its own link, so the read takes bytes ÷ (8 × link)."""
-    found = plan(
-        *H100_NODE,
-        "engine=lmcache",
-        "prefix_tokens=8192",
-        "hit_rate=0.9",
-        "tiers=host-dram-pcie5",
-        "price=lambda-8x-h100-sxm-on-demand",
-    )
+    found = plan(*WORKLOADS["gqa-host-dram-priced"])
     kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", 8192)
     link = stated("storage-tiers/host-dram-pcie5", "bandwidth")  # GB/s
     hit = kv / (8 * link)  # s
@@ -103,16 +135,7 @@ def test_an_mla_model_under_two_engines_names_the_engine(stated):
     """DeepSeek-V3 replicates its latent on every rank: LMCache reads the prefix once and broadcasts it,
     SGLang HiCache has every rank read it. From drives read with GPUDirect Storage (one per GPU, striped and
     shared by the node) the engine decides the verdict."""
-    found = plan(
-        "model=deepseek-v3",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "scale_up=peer-hbm-nvlink4",
-        "engine=lmcache,sglang",
-        "prefix_tokens=32000",
-        "hit_rate=1",
-        "tiers=nvme-gds-local",
-    )
+    found = plan(*WORKLOADS["mla-two-engines"])
     model = "models/deepseek-v3"
     kv = stated(model, "kv_bytes_per_token") * 32000 / 1e9  # GB
     gds = "storage-tiers/nvme-gds-local"
@@ -133,9 +156,7 @@ def test_an_mla_model_under_two_engines_names_the_engine(stated):
 def test_bands_give_the_range_at_their_corners(stated):
     """A prefix of 4K to 32K and a hit rate of 80 % to 95 %: the TTFT's low end is the short prefix at the
     high hit rate, its high end the long prefix at the low one."""
-    found = plan(
-        *H100_NODE, "engine=lmcache", "prefix_tokens=4096:8192:32768", "hit_rate=0.8:0.9:0.95", "tiers=local-nvme-gen5"
-    )
+    found = plan(*WORKLOADS["bands"])
     peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12
     gen5 = "storage-tiers/local-nvme-gen5"
     drive = 8 * stated(gen5, "links_per_accelerator") * stated(gen5, "bandwidth")  # the node's drives, shared
@@ -152,15 +173,7 @@ def test_bands_give_the_range_at_their_corners(stated):
 def test_the_working_set_and_the_load_flag_a_tier_that_cannot_serve(stated):
     """2,000 distinct 32K prefixes do not fit one H100's HBM; 20 requests a second of 32K hits need more
     than the node's Gen4 drives give. Both are said, and such tiers rank last."""
-    found = plan(
-        *H100_NODE,
-        "engine=lmcache",
-        "prefix_tokens=32768",
-        "hit_rate=1",
-        "distinct_prefixes=2000",
-        "request_rate=20",
-        "tiers=local-nvme-gen4,gpu-hbm-h100,host-dram-pcie5",
-    )
+    found = plan(*WORKLOADS["fit-and-load"])
     kv, _ = kv_and_flops(stated, "models/llama-3-1-70b", 32768)
     hbm = tier(found, "storage-tiers/gpu-hbm-h100")
     assert close(hbm["tier_fill"]["value"], 2000 * kv / stated("storage-tiers/gpu-hbm-h100", "capacity"))
@@ -209,38 +222,76 @@ def test_a_plan_kb_cannot_make_is_a_usage_error(settings, words):
     assert "Traceback" not in done.stderr
 
 
-def _number(text):
-    return float(text.split()[0].replace(",", ""))
+def _record(name, settings):
+    """A workload record with the settings kb plan was given: a band as its long form, several engines as a
+    choice among them."""
+    lines, inputs = [], []
+    for setting in settings:
+        field, _, value = setting.partition("=")
+        if field == "engine" and "," in value:
+            inputs.append(f"  engine: {{choose: [{', '.join('engines/' + v for v in value.split(','))}]}}")
+        elif ":" in value:
+            low, mid, high = value.split(":")
+            lines.append(f"{field}: {{value: {mid}, low: {low}, high: {high}}}")
+        elif field == "tiers":
+            lines.append(f"tiers: [{value}]")
+        else:
+            lines.append(f"{field}: {value}")
+    body = "\n".join(lines) + ("\ninputs:\n" + "\n".join(inputs) if inputs else "")
+    return (
+        f"---\nid: {name}\ntype: workload\nname: {name}\nstatus: draft\nconfidence: 0.5\nupdated: 2026-12-03\n"
+        f"sources: [mooncake-fast25-paper]\n{body}\n---\nA test's workload, planned on its page.\n"
+    )
+
+
+def _numbers(text):
+    """'1,234 ms' -> [1234.0]; '12 to 34 ms' -> [12.0, 34.0]; '' -> []."""
+    return [float(part.split()[0].replace(",", "")) for part in text.split(" to ") if part.strip()]
 
 
 def test_the_planner_page_agrees_with_kb_plan(tmp_path):
-    """The workload's page is the planner: its calculator runs the same formulas in the browser. Its figures
-    agree with kb plan's, as the record has them and after changing the node and the prefix on the page
-    (kb plan given the same settings)."""
+    """A workload's page is the planner: its calculator runs the same formulas in the browser, ranges
+    included. For the published workload and the four above, written as records, every per-tier figure on
+    the page and its range agree with kb plan's; changing the node and the prefix on the page agrees with
+    kb plan given the same settings."""
+    import shutil
+
     from site_support import browser, serve
 
+    root = tmp_path / "kb"
+    for part in ("records", "schema", "site/templates"):
+        shutil.copytree(REPO / part, root / part)
+    for name, settings in WORKLOADS.items():
+        (root / "records/workloads" / f"{name}.md").write_text(_record(name, settings))
     out = tmp_path / "site"
-    done = run_kb("--root", str(REPO), "build", "--no-search", "--out", str(out))
-    assert done.returncode == 0, done.stderr
-    key = "workloads/mooncake-fast25-llama3-70b-8k-a800"
+    done = run_kb("--root", str(root), "build", "--no-search", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+
+    def planned(key, *settings):
+        found = run_kb("--root", str(root), "plan", key, *settings, "--format", "json")
+        assert found.returncode == 0, found.stderr
+        return json.loads(found.stdout)
+
     with serve(out) as url, browser() as chromium:
         page = chromium.new_context().new_page()
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url + key + ".html")
 
         def agrees(found):
             for option in found["tiers"]:
-                for name in ("hit_time", "ttft", "prefill_joules_per_token"):
-                    cell = page.locator(f"tr[data-cost={name}][data-row='{option['key']}'] td.calc-value")
-                    assert _number(cell.inner_text()) == pytest.approx(option["figures"][name]["value"], rel=1e-3)
-            cell = page.locator("tr[data-cost=break_even_bandwidth] td.calc-value")
-            assert _number(cell.inner_text()) == pytest.approx(
-                found["figures"]["break_even_bandwidth"]["value"], rel=1e-3
-            )
+                for name, figure in option["figures"].items():
+                    row = page.locator(f"tr[data-cost={name}][data-row='{option['key']}']")
+                    value = _numbers(row.locator("td.calc-value").inner_text())
+                    assert value[0] == pytest.approx(figure["value"], rel=1e-3), (name, option["key"])
+                    span = _numbers(row.locator("td.calc-range").inner_text())
+                    ends = [figure["low"], figure["high"]] if figure["low"] != figure["high"] else []
+                    assert span == pytest.approx(ends, rel=1e-3), (name, option["key"], span, ends)
 
-        agrees(plan(key))
+        for key in [MOONCAKE, *(f"workloads/{name}" for name in WORKLOADS)]:
+            page.goto(url + key + ".html")
+            agrees(planned(key))
+        page.goto(url + MOONCAKE + ".html")
         page.select_option("select[name=in-accelerator]", "accelerators/nvidia-h100-sxm")
         page.fill("input[name=in-prefix_tokens]", "32768")
-        agrees(plan(key, "accelerator=nvidia-h100-sxm", "prefix_tokens=32768"))
+        agrees(planned(MOONCAKE, "accelerator=nvidia-h100-sxm", "prefix_tokens=32768"))
         assert errors == []
