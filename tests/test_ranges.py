@@ -116,6 +116,10 @@ costs:
   per_link_over_recompute:
     formula: per_link_time / recompute
     unit: '1'
+  half_over_recompute:
+    label: half the shared read against the recompute, slower only when both conditions are against it
+    formula: shared_time / 2 / recompute
+    unit: '1'
   expected_time:
     formula: hit_rate * shared_time + (1 - hit_rate) * recompute
     unit: ms
@@ -127,7 +131,8 @@ costs:
 
 BODY = (
     "[[src-a]] [[reads-once]] [[every-rank]] [[mla-model]] Shared: {{ shared_over_recompute | verdict }}. "
-    "Per link: {{ per_link_over_recompute | verdict }}. Expected {{ expected_time | range }}.\n"
+    "Per link: {{ per_link_over_recompute | verdict }}. Expected {{ expected_time | range }}. "
+    "Half: {{ half_over_recompute | verdict }}.\n"
 )
 
 
@@ -173,6 +178,11 @@ def test_a_verdict_names_the_condition_that_decides_it(kb):
         "faster if engine is Reads Once; slower if engine is Every Rank<" in page
     ), page
     assert ">faster (0.2× the time; 0.2× to 0.4× over the conditions it rests on)<" in page
+    # 0.1×, 0.2×, 0.8× and 1.6×: the one combination that is slower is named, the rest is "otherwise"
+    assert (
+        ">faster or slower (0.1× to 1.6× the time; 0.1× at the preferred values): slower if attention runs at FP8 "
+        "and engine is Every Rank; faster otherwise<" in page
+    ), page
     # 0.95 × 200 ms + 0.05 × 500 ms at the low end; 0.95 × 1.6 s + 0.05 × 1 s at the high end
     assert ">215 ms to 1,570 ms<" in page
 

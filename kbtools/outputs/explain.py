@@ -44,7 +44,7 @@ def explain_record(corpus: Corpus, key: str) -> list[str]:
             how = f"= {value.formula.text if value.formula else value.name}" if value.computed else f"[{value.basis}]"
             if value.recomputed is not None:
                 how += f"; recomputed {value.recomputed.shown()} = {value.recomputed.formula.text}"
-            if value.spread is not None:
+            if value.spread_shown() is not None:
                 how += f"; range {value.spread_shown()} over the conditions it rests on"
             lines.append(f"  {name} = {value.shown()}  {how}")
     return lines
@@ -88,7 +88,7 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     if value.rows is not None:
         lines.append(f"{indent}for each row: {value.formula.text if value.formula else value.name}  [{value.unit}]")
         for row_key, row in value.rows:
-            spread = f"  (range {row.spread_shown()} over the conditions it rests on)" if row.spread is not None else ""
+            spread = f"  (range {row.spread_shown()} over the conditions it rests on)" if row.spread_shown() is not None else ""
             lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}{spread}")
         return lines
     checked = value.recomputed
@@ -120,8 +120,8 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     )
     if value.note:
         lines.append(f"{indent}note: {value.note}")
-    if value.spread is not None and not value.alternatives:  # a band: its low and high end
-        lines.append(f"{indent}range {value.spread_shown()}: the band its source gives")
+    if value.spread is not None and not value.alternatives:  # a band, or a field read through a choice of records
+        lines.extend(_cases(value, indent))
     if value.alternatives:
         if value.spread is not None:  # a stated value's variants are its values not deprecated
             lines.append(

@@ -137,7 +137,7 @@ class SiteContext:
                 }
                 for a in value.alternatives
             ]
-        if value.spread is not None:
+        if value.spread_shown() is not None:
             view["range"] = {
                 "text": value.spread_shown(unit),
                 "low": format_quantity(value.low, unit or value.unit, 4),

@@ -99,9 +99,10 @@ class Value:
         return {condition: list(choices) for condition, choices in found.items()}
 
     def spread_shown(self, unit: str | None = None) -> str | None:
-        """'low to high' over the competing values, or None when nothing this figure rests on competes."""
+        """'low to high' over the conditions it rests on, or None when none of them moves it (none varies, or
+        the figure is the same under every combination)."""
         spread = self.spread
-        if spread is None:
+        if spread is None or spread[0] == spread[1]:
             return None
         digits = 4 if self.computed else 6
         return f"{format_quantity(spread[0], unit or self.unit, digits)} to {format_quantity(spread[1], unit or self.unit, digits)}"
@@ -194,7 +195,7 @@ def verdict(value: Value) -> str:
     ratio = _ratio(value.quantity)
     word = _verdict_word(ratio)
     spread = value.spread
-    if spread is None:
+    if spread is None or spread[0] == spread[1]:
         return f"{word} ({_times(ratio)} the time)"
     low, high = (_ratio(q) for q in spread)
     span = f"{_times(low)} to {_times(high)}"
@@ -213,7 +214,12 @@ def verdict(value: Value) -> str:
     for scenario, case in cases:
         groups.setdefault(case, {})[" and ".join(text for c, text in scenario if c in deciding)] = None
     ordered = [w for w in _WORDS if w in groups]
-    said = "; ".join(f"{w} if {' or if '.join(groups[w])}" for w in ordered)
+    if len(ordered) == 2 and min(len(g) for g in groups.values()) < max(len(g) for g in groups.values()):
+        # the word fewer combinations give, with them; the other holds wherever they do not
+        fewer, more = sorted(ordered, key=lambda w: len(groups[w]))
+        said = f"{fewer} if {' or if '.join(groups[fewer])}; {more} otherwise"
+    else:
+        said = "; ".join(f"{w} if {' or if '.join(groups[w])}" for w in ordered)
     return f"{' or '.join(ordered)} ({span} the time; {_times(ratio)} at the preferred values): {said}"
 
 
