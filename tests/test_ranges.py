@@ -132,7 +132,7 @@ costs:
 BODY = (
     "[[src-a]] [[reads-once]] [[every-rank]] [[mla-model]] Shared: {{ shared_over_recompute | verdict }}. "
     "Per link: {{ per_link_over_recompute | verdict }}. Expected {{ expected_time | range }}. "
-    "Half: {{ half_over_recompute | verdict }}.\n"
+    "Half: {{ half_over_recompute | verdict }}. In seconds {{ shared_time | range s }}.\n"
 )
 
 
@@ -185,6 +185,7 @@ def test_a_verdict_names_the_condition_that_decides_it(kb):
     ), page
     # 0.95 × 200 ms + 0.05 × 500 ms at the low end; 0.95 × 1.6 s + 0.05 × 1 s at the high end
     assert ">215 ms to 1,570 ms<" in page
+    assert ">0.2 s to 1.6 s<" in page  # {{ shared_time | range s }}
 
 
 def test_a_function_of_a_ranged_argument_is_ranged(kb):

@@ -50,8 +50,12 @@ def inline_values(c: Computer, record: Record) -> list[InlineValue]:
                 raise FormulaError("KB509", f"'{expression}' is a table; quote one row or min()/max()")
             if unit == VERDICT:
                 rendered = verdict(value)
-            elif unit == RANGE:
-                rendered = value.spread_shown() or value.shown()
+            elif unit is not None and unit.split()[0] == RANGE:  # '| range', or '| range GB' in a unit asked for
+                shown_in = unit[len(RANGE) :].strip() or None
+                if shown_in:
+                    check_dimension(value.quantity, shown_in)
+                    in_unit(value.quantity, parse_unit(shown_in))
+                rendered = value.spread_shown(shown_in) or value.shown(shown_in)
             else:
                 if unit:
                     check_dimension(value.quantity, unit)
