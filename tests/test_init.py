@@ -44,7 +44,12 @@ def test_the_inference_cost_types_are_this_repositorys_schemas_with_a_clean_draf
     for schema in (REPO / "schema").glob("*.schema.json"):
         assert (target / "schema" / schema.name).read_text() == schema.read_text()
     check = kb("--root", str(target), "check", "--strict")
-    types = [p for p in (REPO / "schema").glob("*.schema.json") if json.loads(p.read_text()).get("x-kb-dir")]
+    # a draft of every type but one whose costs its schema supplies (a workload: a calculation over the others)
+    types = [
+        p
+        for p in (REPO / "schema").glob("*.schema.json")
+        if json.loads(p.read_text()).get("x-kb-dir") and not json.loads(p.read_text()).get("x-kb-costs")
+    ]
     assert check.returncode == 0, check.stdout
     assert check.stdout.strip() == f"checked {len(types)} records: 0 errors, 0 warnings"
     assert kb("--root", str(target), "build", "--no-search").returncode == 0

@@ -173,10 +173,16 @@ def _drafts(schemas: Path, today: dt.date) -> dict[str, str]:
     examples[source_type] = EXAMPLE_SOURCE
     out: dict[str, str] = {}
     for name, record_type in sorted(registry.types.items()):
+        if record_type.costs:
+            # a type whose costs its schema supplies (a workload) is a calculation over records of the other
+            # types; the examples have none of the figures it reads, so a draft of it would be all errors
+            continue
         record_id = examples[name]
         label = f"Example {record_type.title.lower()}"
         if name == source_type:
-            links = ", ".join(f"[[{t.dir}/{examples[n]}]]" for n, t in sorted(registry.types.items()) if n != name)
+            links = ", ".join(
+                f"[[{t.dir}/{examples[n]}]]" for n, t in sorted(registry.types.items()) if n != name and not t.costs
+            )
             text = _source_draft(record_type.name, record_id, today, links)
         else:
             text = skeleton(record_type, record_id, label, [EXAMPLE_SOURCE], today=today, examples=examples)

@@ -53,6 +53,11 @@ def _placeholder(
     if kind == "object":
         return "{}", "  # fill in", {}
     if kind == "array":
+        items = schema.get("items")
+        if isinstance(items, dict) and isinstance(items.get("x-kb-ref"), str) and schema.get("minItems"):
+            # a list of references that may not be empty: the one reference kb new cannot guess, left TODO
+            first, _, value = _placeholder(name, items, resolver, today, examples)
+            return f"[{first}]", f"  # ids of {items['x-kb-ref']} records", [value]
         return "[]", "  # fill in", []
     if kind in ("integer", "number"):
         return str(schema.get("minimum", 1)), "  # fill in", schema.get("minimum", 1)
