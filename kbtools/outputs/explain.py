@@ -88,7 +88,11 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
     if value.rows is not None:
         lines.append(f"{indent}for each row: {value.formula.text if value.formula else value.name}  [{value.unit}]")
         for row_key, row in value.rows:
-            spread = f"  (range {row.spread_shown()} over the conditions it rests on)" if row.spread_shown() is not None else ""
+            spread = (
+                f"  (range {row.spread_shown()} over the conditions it rests on)"
+                if row.spread_shown() is not None
+                else ""
+            )
             lines.append(f"{indent}  {row_key}: {row.shown()} = {substituted(row)}{spread}")
         return lines
     checked = value.recomputed
