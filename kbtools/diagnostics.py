@@ -191,6 +191,13 @@ CODES: dict[str, Code] = {
         "A template's or a tool's leftover in a record's text: a %s or {0} placeholder, TODO/TBD/FIXME, lorem ipsum.",
         "records/engines/x.md:30:12: warning KB116 body: '%s' looks like a template's or a tool's leftover; write what it stands for, or remove it",
     ),
+    "KB117": Code(
+        W,
+        "A placeholder is still in a record: a value kb new made up (its comment asks to fill it in, replace it or "
+        "pick one), a value that is only TODO/TBD/FIXME, or kb new's draft body. An error in a verified record.",
+        "records/sources/x.md:9:1: warning KB117 publisher: \"TODO\": a placeholder ('# fill in'); write what the "
+        "source says, and remove the comment",
+    ),
     "KB309": Code(
         W,
         "Two records of one type have the same name but for case, spacing or punctuation.",

@@ -35,9 +35,10 @@ def test_a_vendor_spec_figure_resting_on_the_press_breaks_the_envelope_rule(kb):
     found = kb.check().find("KB561")
     line = path.read_text().splitlines().index("memory_bandwidth:") + 1
     assert found == [
-        f"records/accelerators/gpu-x.md:{line}:1: error KB561 memory_bandwidth: a figure whose basis is "
-        "vendor-spec cites a first-party document: the maker's datasheet, docs, repository or own benchmark "
-        "submission (press: origin is 'secondary', not 'first-party')"
+        # what is wrong first, then the rule it breaks
+        f"records/accelerators/gpu-x.md:{line}:1: error KB561 memory_bandwidth: press: origin is 'secondary', not "
+        "'first-party'; the rule: a figure whose basis is vendor-spec cites a first-party document: the maker's "
+        "datasheet, docs, repository or own benchmark submission"
     ]
 
 
@@ -73,7 +74,10 @@ def test_a_vendor_claim_citing_an_independent_measurement_is_an_error(kb):
     sources_of_every_origin(kb)
     gpu(kb, "  value: 3.35 TB/s\n  basis: measured\n  vendor_claim: true\n  source: lab\n")
     found = kb.check().find("KB562")
-    assert len(found) == 1 and "(lab: origin is 'independent', not one of first-party, secondary)" in found[0]
+    assert (
+        len(found) == 1
+        and "memory_bandwidth: lab: origin is 'independent', not one of first-party, secondary; the rule:" in found[0]
+    )
 
 
 def test_a_claim_naming_a_source_the_record_does_not_list(kb):
@@ -91,8 +95,8 @@ def test_a_claim_naming_a_source_the_record_does_not_list(kb):
     found = kb.check().find("KB563")
     assert (
         len(found) == 1
-        and "claims[0]: a claim names its source, and the record lists that source among its sources"
-        " (source 'maker' is not among the record's sources)"
+        and "claims[0]: source 'maker' is not among the record's sources; the rule: a claim names its source, "
+        "and the record lists that source among its sources"
         in found[0]
     )
 
@@ -142,7 +146,7 @@ def test_a_rule_of_a_new_type_needs_no_python(kb):
     kb.record("engines", "orc", "engine", "kind: orchestrator\n", body="[[src-a]]\n")
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[orc]]\n")
     found = kb.check().find("XY100")
-    assert len(found) == 1 and "engines/orc: an orchestrator links its docs (docs_url is missing)" in found[0]
+    assert len(found) == 1 and "engines/orc: docs_url is missing; the rule: an orchestrator links its docs" in found[0]
     sarif = json.loads(kb.check("--format", "sarif").out)
     assert any(r["id"] == "XY100" for r in sarif["runs"][0]["tool"]["driver"]["rules"])
 

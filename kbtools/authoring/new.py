@@ -12,6 +12,7 @@ from typing import Any
 from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
 from kbtools.check.links import Index
 from kbtools.check.load import LoadError, read_regular
+from kbtools.check.placeholders import BODY, FILL_IN, PICK_ONE, REPLACE_IT
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import clipped
 from kbtools.ids import id_problem
@@ -38,34 +39,38 @@ def _placeholder(
     if isinstance(schema.get("x-kb-ref"), str):
         target = examples.get(schema["x-kb-ref"])
         if target:
-            return target, "  # an example: replace it", target
-        return '"TODO"', f"  # the id of {article(schema['x-kb-ref'])} {schema['x-kb-ref']} record", "TODO"
+            return target, f"  # an example: {REPLACE_IT}", target
+        return '"TODO"', f"  # the id of {article(schema['x-kb-ref'])} {schema['x-kb-ref']} record: {FILL_IN}", "TODO"
     if schema.get("examples"):  # the schema's own example (JSON Schema's `examples` keyword)
         value = schema["examples"][0]
-        return json.dumps(value, ensure_ascii=False), "  # an example: replace it", value
+        return json.dumps(value, ensure_ascii=False), f"  # an example: {REPLACE_IT}", value
     if "enum" in schema:
-        return str(schema["enum"][0]), f"  # one of: {', '.join(map(str, schema['enum']))}", schema["enum"][0]
+        return (
+            str(schema["enum"][0]),
+            f"  # one of: {', '.join(map(str, schema['enum']))}: {PICK_ONE}",
+            schema["enum"][0],
+        )
     if "const" in schema:
         return str(schema["const"]), "", schema["const"]
     if schema.get("format") == "date":
-        return today.isoformat(), "  # fill in", today.isoformat()
+        return today.isoformat(), f"  # {FILL_IN}", today.isoformat()
     kind = schema.get("type")
     if kind == "object":
-        return "{}", "  # fill in", {}
+        return "{}", f"  # {FILL_IN}", {}
     if kind == "array":
         items = schema.get("items")
         if isinstance(items, dict) and isinstance(items.get("x-kb-ref"), str) and schema.get("minItems"):
             # a list of references that may not be empty: the one reference kb new cannot guess, left TODO
             first, _, value = _placeholder(name, items, resolver, today, examples)
-            return f"[{first}]", f"  # ids of {items['x-kb-ref']} records", [value]
-        return "[]", "  # fill in", []
+            return f"[{first}]", f"  # ids of {items['x-kb-ref']} records: {FILL_IN}", [value]
+        return "[]", f"  # {FILL_IN}", []
     if kind in ("integer", "number"):
-        return str(schema.get("minimum", 1)), "  # fill in", schema.get("minimum", 1)
+        return str(schema.get("minimum", 1)), f"  # {FILL_IN}", schema.get("minimum", 1)
     if "x-kb-quantity" in schema:
         unit = schema["x-kb-quantity"]
         shown = f"1 {unit}" if unit not in ("*", "1", "") else "1"
-        return json.dumps(shown), f"  # a quantity in {unit}: fill in", shown
-    return '"TODO"', "  # fill in", "TODO"
+        return json.dumps(shown), f"  # a quantity in {unit}: {FILL_IN}", shown
+    return '"TODO"', f"  # {FILL_IN}", "TODO"
 
 
 def _conditional_required(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
@@ -111,7 +116,10 @@ def skeleton(
     properties = record_type.schema.get("properties", {})
     envelope = {"id", "type", "name", "status", "confidence", "updated", "sources"}
     data: dict[str, Any] = {"type": record_type.name}
-    pending = [f for f in record_type.schema.get("required", []) if f not in envelope]
+    # the required fields, and those the schema asks a draft to hold (x-kb-new): a source's origin decides
+    # which rules its figures meet (KB561), so a draft that left it out would fail them unseen
+    asked = [f for f, spec in properties.items() if isinstance(spec, dict) and spec.get("x-kb-new") is True]
+    pending = [f for f in dict.fromkeys([*record_type.schema.get("required", []), *asked]) if f not in envelope]
     while pending:
         for field_name in pending:
             value, comment, as_data = _placeholder(
@@ -126,7 +134,7 @@ def skeleton(
         ]
     lines += [
         "---",
-        f"What {name} is, in your own words, with the figures it is known for and",
+        f"What {name} is, {BODY} and",
         "links like `[[dir/id]]` to related records.",
         "",
     ]

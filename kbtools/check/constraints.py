@@ -84,7 +84,8 @@ def _record_constraints(corpus: Corpus, record: Record, index: Index) -> dict:
                         path=record.path,
                         line=line,
                         column=col,
-                        message=f"{where}: {rule['message']} ({failed})",
+                        # the cause first (what this record or its source lacks), then the rule it breaks
+                        message=f"{where}: {failed}; the rule: {rule['message']}",
                     )
                 )
     return {"resolved": resolved, "read": read, "diagnostics": found}

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kbtools.check.cache import Cache, digest
+from kbtools.check.placeholders import find_placeholders
 from kbtools.check.scope import Scope, StoredIndex, StoredRecords, changed_files, too_many
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
@@ -323,7 +324,10 @@ def load_record_bytes(
         type=record_type.name if record_type else None,
         digest=file_digest,
     )
-    return record, check_identity(record, record_type.name if record_type else None)
+    found = check_identity(record, record_type.name if record_type else None)
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    found += find_placeholders(lines[1 : max(1, body_line - 2)], 2, data, values, body, body_line, rel)
+    return record, found
 
 
 def with_type_costs(data: dict[str, Any], costs: dict[str, Any]) -> dict[str, Any]:
