@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO, git, run_kb
+from packaging.requirements import Requirement
 
 BIN = Path(sys.executable).parent
 
@@ -152,3 +156,148 @@ def test_without_a_known_kb_repository_the_hooks_run_the_installed_kb(tmp_path):
     valid = subprocess.run([str(BIN / "pre-commit"), "validate-config", str(config)], capture_output=True, text=True)
     assert valid.returncode == 0, valid.stdout + valid.stderr
     assert "repo: local" in config.read_text() and "kb's repository is unknown" in config.read_text()
+
+
+# kb's own clone as a user may have it: a tiny repository named kbtools (an in-tree build backend, so pip reads
+# its metadata offline), cloned, with the clone's origin set each way `git remote get-url origin` can print it
+TINY_BACKEND = """\
+import os
+
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    info = os.path.join(directory, "kbtools-0.0.1.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: kbtools\\nVersion: 0.0.1\\n")
+    return "kbtools-0.0.1.dist-info"
+
+
+def build_wheel(directory, config_settings=None, metadata_directory=None):
+    raise NotImplementedError
+"""
+TOKEN = "ghp_0123456789abcdefSECRET"
+NETWORK_ORIGINS = {
+    "https": ("https://github.com/example/kb.git", "git+https://github.com/example/kb.git"),
+    "https without .git": ("https://gitlab.example.org/group/kb", "git+https://gitlab.example.org/group/kb"),
+    "https with a token": (
+        f"https://x-access-token:{TOKEN}@github.com/example/kb.git",
+        "git+https://github.com/example/kb.git",
+    ),
+    "https with a token as the user": (
+        f"https://{TOKEN}@github.com/example/kb.git",
+        "git+https://github.com/example/kb.git",
+    ),
+    "ssh://": ("ssh://git@github.com/example/kb.git", "git+ssh://git@github.com/example/kb.git"),
+    "scp-like": ("git@github.com:example/kb.git", "git+ssh://git@github.com/example/kb.git"),
+}
+
+
+@pytest.fixture
+def upstream(tmp_path) -> Path:
+    """kb's repository: what the clone's origin names."""
+    repo = tmp_path / "repos" / "kb upstream"  # a space: the URL must quote it
+    repo.mkdir(parents=True)
+    (repo / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    (repo / "backend.py").write_text(TINY_BACKEND)
+    assert git(repo, "init", "-q").returncode == 0
+    assert git(repo, "add", ".").returncode == 0
+    assert git(repo, "commit", "-qm", "kb").returncode == 0
+    return repo
+
+
+def clone_of(upstream: Path, into: Path, origin: str | None) -> Path:
+    """A clone of `upstream` at `into` whose origin is `origin` (None: no origin)."""
+    into.parent.mkdir(parents=True, exist_ok=True)
+    made = git(into.parent, "clone", "-q", str(upstream), into.name)
+    assert made.returncode == 0, made.stderr
+    changed = (
+        git(into, "remote", "remove", "origin") if origin is None else git(into, "remote", "set-url", "origin", origin)
+    )
+    assert changed.returncode == 0, changed.stderr
+    return into
+
+
+def written_for(clone: Path) -> tuple[str, dict[str, str]]:
+    """What kb init writes when kb comes from `clone`: the requirement, the same in the README's set-up line
+    and in the workflow's install step, and the files."""
+    from kbtools.authoring.init import clone_source, plan_files
+
+    source = clone_source(clone)
+    assert source is not None
+    files = plan_files("minimal", "T", source).files
+    readme = re.findall(r"\.venv/bin/pip install '([^']+)' && \.venv/bin/kb check", files["README.md"])
+    workflow = re.findall(r"run: python -m pip install (\"[^\"]*\")", files[".github/workflows/kb.yml"])
+    assert len(readme) == 1 and len(workflow) == 1, (readme, workflow)
+    assert json.loads(workflow[0]) == readme[0]
+    return readme[0], files
+
+
+def head_of(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").stdout.strip()
+
+
+def pip_dry_run(requirement: str) -> subprocess.CompletedProcess:
+    """What pip makes of the line, offline: it clones the repository at the commit and reads its metadata."""
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_CONFIG_FILE=os.devnull)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            requirement,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("form", NETWORK_ORIGINS)
+def test_a_network_origin_becomes_a_requirement_pip_reads_with_no_credentials(tmp_path, upstream, form):
+    origin, url = NETWORK_ORIGINS[form]
+    clone = clone_of(upstream, tmp_path / "kb", origin)
+    line, files = written_for(clone)
+    commit = head_of(clone)
+    assert line == f"kbtools @ {url}@{commit}"
+    requirement = Requirement(line)
+    assert requirement.name == "kbtools"
+    assert requirement.url is not None and requirement.url.startswith(("git+https://", "git+ssh://"))
+    parts = urlsplit(requirement.url.removeprefix("git+"))
+    assert parts.password is None and (parts.scheme == "ssh" or parts.username is None)
+    for text in files.values():  # never a token in a file: the hooks name the repository without it too
+        assert TOKEN not in text
+    assert "installs kb here only" not in " ".join(files["README.md"].split())  # CI can reach it: nothing to say
+
+
+@pytest.mark.parametrize("form", ["absolute path", "file:// URL", "relative path", "no origin"])
+def test_a_repository_on_this_machine_becomes_a_requirement_pip_installs_and_the_readme_says_it_is_local(
+    tmp_path, upstream, form
+):
+    clone = tmp_path / "work" / "kb"
+    origin = {
+        "absolute path": str(upstream),
+        "file:// URL": upstream.as_uri(),
+        "relative path": os.path.relpath(upstream, clone),  # ../../repos/kb upstream: git reads it from the clone
+        "no origin": None,
+    }[form]
+    clone_of(upstream, clone, origin)
+    assert git(clone, "ls-remote", "origin").returncode == (0 if origin else 128)  # as git reads it
+    line, files = written_for(clone)
+    installed = pip_dry_run(line)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "Would install kbtools-0.0.1" in installed.stdout
+    assert line.endswith(f"@{head_of(clone)}")
+    local = clone if origin is None else upstream
+    readme = " ".join(files["README.md"].split())
+    assert (
+        f"kb comes from a repository on this machine ({local.resolve()}), so that `pip install` line installs kb here only"
+        in readme
+    )
+    assert "point CI at a repository it can reach" in files[".github/workflows/kb.yml"]

@@ -25,7 +25,7 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from kbtools import __version__
 from kbtools.atomic import create_file
@@ -84,6 +84,7 @@ class KbSource:
     hook_repo: str | None  # a git repository pre-commit can clone (None: run the installed kb)
     hook_rev: str | None
     note: str = ""  # said in the files when the source is a guess
+    local: Path | None = None  # the requirement names a repository on this machine: it installs here only
 
 
 def kb_source() -> KbSource:
@@ -98,25 +99,112 @@ def kb_source() -> KbSource:
             continue
         url, vcs = origin.get("url", ""), origin.get("vcs_info") or {}
         if vcs.get("vcs") == "git" and vcs.get("commit_id"):
-            return KbSource(f"kbtools @ git+{url}@{vcs['commit_id']}", url, vcs["commit_id"])
+            source = git_source(url, vcs["commit_id"], Path.cwd())
+            if source is not None:
+                return source
         if url.startswith("file://"):
-            directory = Path(unquote(urlsplit(url).path))
-            remote, head = _git(directory, "remote", "get-url", "origin"), _git(directory, "rev-parse", "HEAD")
-            if remote and head:
-                return KbSource(f"kbtools @ git+{remote}@{head}", remote, head)
-            if head:  # a local clone with no remote: the hooks can use it, a CI machine cannot
-                return KbSource(
-                    f"kbtools @ git+file://{directory}@{head}",
-                    str(directory),
-                    head,
-                    note=f"kb was installed from a local clone ({directory}); point CI at a repository it can reach",
-                )
+            source = clone_source(Path(unquote(urlsplit(url).path)))
+            if source is not None:
+                return source
     return KbSource(
         f"kbtools=={__version__}",
         None,
         None,
         note="kb's repository is unknown (it was installed from a package index); the hooks run the installed kb",
     )
+
+
+def clone_source(clone: Path) -> KbSource | None:
+    """kb from a clone on this machine (an editable install): its origin, at the commit checked out; the clone
+    itself when it has no origin that pip can install from. None: not a git clone."""
+    head = _git(clone, "rev-parse", "HEAD")
+    if head is None:
+        return None
+    remote = _git(clone, "remote", "get-url", "origin")
+    # a relative origin is relative to the top of the working tree, as git reads it
+    base = Path(_git(clone, "rev-parse", "--show-toplevel") or clone)
+    source = git_source(remote, head, base) if remote else None
+    if source is not None:
+        return source
+    directory = clone.resolve()
+    return KbSource(
+        direct_reference(str(directory), head, directory),
+        str(directory),
+        head,
+        note=f"kb was installed from a local clone ({directory}); point CI at a repository it can reach",
+        local=directory,
+    )
+
+
+def git_source(remote: str, commit: str, base: Path) -> KbSource | None:
+    """kb from the git repository `remote` at `commit`; None: a remote pip cannot install from."""
+    url = _pip_git_url(remote, base)
+    if url is None:
+        return None
+    if not url.startswith("file:"):
+        return KbSource(direct_reference(remote, commit, base), url, commit)
+    path = Path(unquote(urlsplit(url).path))
+    return KbSource(
+        direct_reference(remote, commit, base),
+        str(path),
+        commit,
+        note=f"kb's repository is a path on this machine ({path}); point CI at a repository it can reach",
+        local=path,
+    )
+
+
+def direct_reference(remote: str, commit: str, base: Path) -> str:
+    """The PEP 508 requirement `kbtools @ git+URL@COMMIT` that pip installs, for a git remote as `git remote
+    get-url origin` prints it or as pip records it (direct_url.json): an https or http URL (any credentials
+    dropped: a token is never written into a file), ssh://, scp-like `user@host:path` (as the ssh:// URL),
+    git://, a file:// URL, or a local path (a relative one resolved against `base`, as git resolves it).
+    Raises ValueError for a remote pip cannot install from (a remote helper's `transport::address`)."""
+    url = _pip_git_url(remote, base)
+    if url is None:
+        raise ValueError(f"pip cannot install from the git remote {_without_credentials(remote)!r}")
+    return f"kbtools @ git+{url}@{commit}"
+
+
+_SCP = re.compile(r"(?:(?P<user>[^@/]+)@)?(?P<host>\[[^\]/]+\]|[^:/\[\]]+):(?P<path>.*)", re.DOTALL)
+_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
+_NETWORK = {"https": "https", "http": "http", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh", "git": "git"}
+
+
+def _pip_git_url(remote: str, base: Path) -> str | None:
+    """`remote` as a URL that both pip (after its `git+`) and git read; None when there is none."""
+    remote = remote.strip()
+    if remote.startswith("git+") and "://" in remote:  # pip's spelling (a URL pip recorded or was given)
+        remote = remote[len("git+") :]
+    if "://" in remote:
+        parts = urlsplit(remote)
+        scheme = parts.scheme.lower()
+        if scheme == "file":
+            return _file_url(Path(unquote(parts.path)), base)
+        if scheme not in _NETWORK or not parts.hostname:
+            return None
+        host = parts.netloc.rpartition("@")[2]
+        if _NETWORK[scheme] == "ssh" and parts.username:  # the account ssh logs in as (git@): never a password
+            host = f"{parts.username}@{host}"
+        return f"{_NETWORK[scheme]}://{host}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+    if _HELPER.match(remote):  # a remote helper's transport::address: git's own, nothing pip runs
+        return None
+    scp = _SCP.fullmatch(remote)
+    if scp and not (os.name == "nt" and len(scp["host"]) == 1):  # C:\... is a path on Windows
+        # `host:owner/repo` is relative to the account's home on the server; forges (GitHub, GitLab, ...) read
+        # both spellings as the same repository, which is what an ssh:// URL of the path names
+        user = f"{scp['user']}@" if scp["user"] else ""
+        return f"ssh://{user}{scp['host']}/{scp['path'].lstrip('/')}"
+    return _file_url(Path(remote), base)
+
+
+def _file_url(path: Path, base: Path) -> str:
+    # file://localhost/: pip before 24.1 (its packaging 21.3) refuses `git+file:///path` in a requirement, as a
+    # URL with no host; every pip and git read the localhost form. `@` is quoted: pip splits the commit off at it
+    return "file://localhost" + quote((base / path).resolve().as_posix(), safe="/")
+
+
+def _without_credentials(remote: str) -> str:
+    return re.sub(r"(://)[^/@]*@", r"\1", remote)
 
 
 def _git(directory: Path, *args: str) -> str | None:
@@ -244,6 +332,15 @@ def _workflow(source: KbSource, layout: Layout) -> str:
 
 def _readme(title: str, source: KbSource, layout: Layout) -> str:
     settings = "`[tool.kb]` in `pyproject.toml`" if layout.settings == "pyproject.toml" else "`kb.toml`"
+    local = (
+        f"""
+kb comes from a repository on this machine ({source.local}), so that `pip install` line installs kb here
+only: CI cannot reach the path. Put the address of a kb repository it can reach in its place, here and in
+`.github/workflows/kb.yml` (`kbtools @ git+https://HOST/OWNER/REPO.git@COMMIT`).
+"""
+        if source.local is not None
+        else ""
+    )
     return f"""# {title}
 
 A knowledge base checked by [kb](https://pypi.org/project/kbtools/): Markdown records with YAML
@@ -257,7 +354,7 @@ record, resolves every link and recomputes every derived figure; `kb build` make
 
 The first installs kb, checks the records and builds the site into `{layout.site}/_build/`. The second runs
 the same check before every commit.
-
+{local}
 ## Writing
 
 - `kb new TYPE --name "..." --source SOURCE-ID` writes a draft record; `kb fmt` keeps frontmatter canonical.
