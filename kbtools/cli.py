@@ -103,7 +103,15 @@ def _parser() -> argparse.ArgumentParser:
     new.set_defaults(handler=run_new)
 
     query = sub.add_parser(
-        "query", parents=[common], help="filter records by type, status, fields with units and links"
+        "query",
+        parents=[common],
+        help="filter records by type, status, fields with units and links",
+        description="List the records every FILTER holds for. A filter is FIELD OP VALUE: OP is ':' or '=' "
+        "(equal; for a list field, among its items), '!=', '<', '<=', '>' or '>=' (numbers, and quantities in "
+        "any unit of the field's dimension: 'memory_bandwidth>=4 TB/s'); FIELD.low or FIELD.high compares one "
+        "end of a figure's range over the conditions it rests on ('hit_time.high<1 s'); links-to:DIR/ID "
+        "keeps the records that link to that record. An unknown field, type or enum value is an error that "
+        "suggests the spelling meant.",
     )
     query.add_argument(
         "filters",
@@ -115,9 +123,27 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=["text", "json", "csv"], default="text")
     query.set_defaults(handler=run_query)
 
-    export = sub.add_parser("export", parents=[common], help="write the checked corpus as SQLite or JSON")
-    export.add_argument("--sqlite", type=Path, metavar="FILE")
-    export.add_argument("--json", type=Path, metavar="FILE")
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write the checked corpus as SQLite or JSON",
+        description="Write the checked corpus for other tools. kb replaces a file only if kb export wrote it.",
+    )
+    export.add_argument(
+        "--sqlite",
+        type=Path,
+        metavar="FILE",
+        help="an SQLite database: a table per record type (typed columns, units in Datasette's metadata written "
+        "beside it), `costs` (every cost and for_each row, with its low and high end), `ranges`, `links` and "
+        "`diagnostics`; Datasette's metadata goes beside it (kb.sqlite: kb.metadata.json): datasette kb.sqlite "
+        "--metadata kb.metadata.json",
+    )
+    export.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="one JSON document: every record's frontmatter, body and computed values (with their ranges)",
+    )
     export.set_defaults(handler=run_export)
 
     fmt = sub.add_parser(
@@ -404,9 +430,9 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
             force=args.force,
             from_config=args.from_config,
         )
-    except AuthoringError as exc:
+    except AuthoringError as exc:  # an unknown type, a file that exists, a source that is not there: usage
         _say("new", exc)
-        return EXIT_ERRORS
+        return EXIT_USAGE
     print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
     if reading is not None:
         for item in reading.missing:
@@ -491,9 +517,9 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     corpus = check_corpus(settings, use_cache=True, complete=True)
     try:
         print("\n".join(explain_target(corpus, args.target)))
-    except ExplainError as exc:
+    except ExplainError as exc:  # a record or value the user named that is not there: a usage error
         _say("explain", exc)
-        return EXIT_ERRORS
+        return EXIT_USAGE
     return EXIT_OK
 
 

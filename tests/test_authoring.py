@@ -47,7 +47,7 @@ def test_never_overwrites(kb):
     path = kb.root / "records/engines/e.md"
     path.write_text(path.read_text() + "My own words.\n")
     again = kb.run("new", "engine", "--name", "E", "--source", "src-a")
-    assert again.exit_code == 1 and "already exists" in again.err
+    assert again.exit_code == 2 and "already exists" in again.err  # a usage error, as README says
     assert path.read_text().endswith("My own words.\n")
     assert [p.name for p in path.parent.iterdir()] == ["e.md"]  # no temp files left behind
     assert kb.run("new", "engine", "--name", "E", "--source", "src-a", "--force").exit_code == 0

@@ -20,7 +20,7 @@ from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, writers_l
 from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
-from kbtools.check.links import QUALIFIED, Index, iter_references
+from kbtools.check.links import QUALIFIED, Index, iter_references, no_record
 from kbtools.check.load import MAX_RECORD_BYTES
 from kbtools.corpus import Corpus, Record, Settings
 from kbtools.files import read_regular_file, walk
@@ -60,13 +60,9 @@ class Move:
 
 def plan_move(corpus: Corpus, what: str, to: str) -> Move:
     index = Index(corpus)
-    record, candidates = index.resolve(what)
+    record, candidates, close = index.named(what)
     if record is None:
-        if candidates:
-            raise AuthoringError(
-                f"'{what}' is ambiguous: {', '.join(sorted(c.key for c in candidates))}; name it as DIR/ID"
-            )
-        raise AuthoringError(f"no record '{what}'")
+        raise AuthoringError(no_record(what, candidates, close))
     new_dir, _, new_id = to.rpartition("/")
     new_dir = new_dir or record.dir
     problem = id_problem(new_id)

@@ -7,6 +7,7 @@ on, so backlinks can be grouped by field and every broken link reported in place
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections import defaultdict
@@ -104,6 +105,31 @@ class Index:
     def path_of(self, key: str) -> str:
         return self.by_key.path_of(key) if isinstance(self.by_key, StoredRecords) else self.by_key[key].path
 
+    def named(self, text: str) -> tuple[Record | None, list[Record], list[str]]:
+        """A record as a person names it on the command line: its dir/id or id, else one of its `aliases`
+        or its name, in any case ('h200' for the record that lists H200). (record, [], []) when found; (None,
+        candidates, []) when the name is ambiguous; (None, [], close spellings) when nothing answers to it.
+        Records' own references resolve by id alone (resolve): an alias is a reader's word, not a link."""
+        found, candidates = self.resolve(text)
+        if found is not None or candidates:
+            return found, candidates, []
+        folded = text.strip().casefold()
+        if folded and not isinstance(self.by_key, StoredRecords):  # a whole corpus: every record is in hand
+            matching = [
+                record
+                for record in self.by_key.values()
+                if any(
+                    isinstance(word, str) and word.strip().casefold() == folded
+                    for word in [*(record.data.get("aliases") or []), record.data.get("name"), record.id]
+                )
+            ]
+            if len(matching) == 1:
+                return matching[0], [], []
+            if matching:
+                return None, sorted(matching, key=lambda r: r.key), []
+        words = list(self.by_id) + [k for k in self.by_key if "/" in text]
+        return None, [], difflib.get_close_matches(text, words, n=3, cutoff=0.6)
+
     def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
         """(the record, []) when found; (None, candidates) when a bare id is ambiguous or missing."""
         if "/" in target:
@@ -112,6 +138,13 @@ class Index:
         if len(candidates) == 1:
             return candidates[0], []
         return None, candidates
+
+
+def no_record(text: str, candidates: list[Record], close: list[str]) -> str:
+    """What a command says when `text` names no one record: the records it could be, or close spellings."""
+    if candidates:
+        return f"'{text}' could be any of {', '.join(c.key for c in candidates)}: name one as dir/id"
+    return f"no record '{text}'" + (f" (did you mean {' or '.join(close)}?)" if close else "")
 
 
 class RecordsById(Mapping[str, list[Record]]):
@@ -124,7 +157,10 @@ class RecordsById(Mapping[str, list[Record]]):
         return self._keys.get(record_id, [])
 
     def __getitem__(self, record_id: str) -> list[Record]:
-        return [self._records[key] for key in self._keys[record_id]]
+        keys = self._keys.get(record_id)  # never [record_id]: a defaultdict would keep every id looked up
+        if keys is None:
+            raise KeyError(record_id)
+        return [self._records[key] for key in keys]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kbtools.check.compute import Value, scenario_text, substituted
-from kbtools.check.links import Index
+from kbtools.check.links import Index, no_record
 from kbtools.corpus import Corpus
 from kbtools.lang.units import format_quantity
 
@@ -18,10 +18,9 @@ def explain_target(corpus: Corpus, target: str) -> list[str]:
     """`DIR/ID` (every value of a record) or `DIR/ID.FIELD` (one value), as `kb explain` takes it;
     a path to the record's file works too."""
     ref, _, name = target.removeprefix(corpus.settings.records_dir + "/").removesuffix(".md").partition(".")
-    record, candidates = Index(corpus).resolve(ref)
+    record, candidates, close = Index(corpus).named(ref)
     if record is None:
-        hint = f" (candidates: {', '.join(c.key for c in candidates)})" if candidates else ""
-        raise ExplainError(f"no record '{ref}'{hint}")
+        raise ExplainError(no_record(ref, candidates, close))
     if not name:
         return explain_record(corpus, record.key)
     value = find_value(corpus, record.key, name)

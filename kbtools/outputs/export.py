@@ -72,7 +72,7 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
             if value.quantity is None:
                 rows = {}
                 for k, v in value.rows:
-                    rows[k] = {"value": float(v.quantity.magnitude), "unit": f"{v.quantity.units:~P}"}
+                    rows[k] = {"value": float(v.quantity.magnitude), "unit": _unit(f"{v.quantity.units:~P}")}
                     if v.spread is not None:
                         rows[k]["range"] = _spread(v, v.quantity.units)
                 out[name] = {"rows": rows, "computed": True, "formula": value.formula.text if value.formula else None}
@@ -81,7 +81,7 @@ def record_values(corpus: Corpus, key: str) -> dict[str, dict[str, Any]]:
             quantity = value.quantity.to(unit) if unit else value.quantity
             out[name] = {
                 "value": float(quantity.magnitude),
-                "unit": unit or f"{quantity.units:~P}",
+                "unit": _unit(unit or f"{quantity.units:~P}"),
                 "basis": value.basis,
                 "computed": value.computed,
                 "sources": list(value.sources),
@@ -106,20 +106,28 @@ def _ranges(views: dict[str, dict[str, dict[str, Any]]]) -> list[tuple]:
     return found
 
 
+def _unit(text: str) -> str:
+    """A unit as the export spells it: a plain number is '1' (pint prints it as an empty string)."""
+    return text or "1"
+
+
 def _costs(corpus: Corpus, views: dict[str, dict[str, dict[str, Any]]]) -> list[tuple]:
-    """(key, cost, row, value, unit, basis, formula): row is None for a single figure, the for_each entry
-    (a record's key) for a row of a table."""
+    """(key, cost, label, row, low, value, high, unit, basis, formula): row is None for a single figure, the
+    for_each entry (a record's key) for a row of a table; label is the cost's own words, when it has them."""
     found = []
     for key in sorted(corpus.records):
         costs = corpus.values(key).costs
+        specs = corpus.records[key].mapping("costs")
         for name, view in views[key].items():
             if name not in costs:
                 continue
+            spec = specs.get(name)
+            label = spec.get("label") if isinstance(spec, dict) and isinstance(spec.get("label"), str) else None
             if "rows" in view:
                 for row, item in view["rows"].items():
-                    found.append((key, name, row, *_ends(item), item["unit"], "derived", view["formula"]))
+                    found.append((key, name, label, row, *_ends(item), item["unit"], "derived", view["formula"]))
             else:
-                found.append((key, name, None, *_ends(view), view["unit"], view["basis"], view["formula"]))
+                found.append((key, name, label, None, *_ends(view), view["unit"], view["basis"], view["formula"]))
     return found
 
 
@@ -169,7 +177,9 @@ def datasette_metadata(corpus: Corpus, database: str) -> dict[str, Any]:
         tables[type_name] = table
     tables["costs"] = {
         "description": "Every cost a record computes: one figure, or one row per entry of a for_each table",
+        "label_column": "label",
         "columns": {
+            "label": "What the cost is, in its record's words",
             "row": "The for_each entry (a record) the row is for; empty for a single figure",
             "low": "The lowest figure over every combination of the conditions the cost rests on (the value when none vary)",
             "value": "The figure at the preferred value of every condition",
@@ -278,10 +288,10 @@ def write_sqlite(corpus: Corpus, path: Path) -> None:
                     )
             # every cost of every record: a single figure, or one row per entry of its for_each table
             db.execute(
-                "CREATE TABLE costs (key TEXT, cost TEXT, row TEXT, low REAL, value REAL, high REAL, unit TEXT, basis TEXT, "
-                "formula TEXT)"
+                "CREATE TABLE costs (key TEXT, cost TEXT, label TEXT, row TEXT, low REAL, value REAL, high REAL, "
+                "unit TEXT, basis TEXT, formula TEXT)"
             )
-            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _costs(corpus, views))
+            db.executemany("INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _costs(corpus, views))
             db.execute("CREATE TABLE links (source TEXT, target TEXT, field TEXT, line INTEGER)")
             db.executemany("INSERT INTO links VALUES (?, ?, ?, ?)", list(corpus.edges or ()))
             # a figure resting on competing values is a range; the per-type tables hold the preferred figure

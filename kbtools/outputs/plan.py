@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.check.compute import Computer, Value, scenario_text, verdict
-from kbtools.check.links import Index
+from kbtools.check.links import Index, no_record
 from kbtools.check.load import load_record_bytes
 from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
@@ -129,10 +129,9 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
     index = Index(corpus)
     record = None
     if base is not None:
-        record, candidates = index.resolve(base)
+        record, candidates, close = index.named(base)
         if record is None:
-            hint = f" (it could be {', '.join(c.key for c in candidates)})" if candidates else ""
-            raise PlanError(f"no record '{base}'{hint}")
+            raise PlanError(no_record(base, candidates, close))
     record_type = planned_type(corpus, record)
     if not settings:
         return record  # type: ignore[return-value]  # planned_type refused None without settings above
@@ -196,10 +195,9 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
 
 
 def _reference(index: Index, text: str, field: str) -> str:
-    found, candidates = index.resolve(text)
+    found, candidates, close = index.named(text)
     if found is None:
-        hint = f" (it could be {', '.join(c.key for c in candidates)})" if candidates else ""
-        raise PlanError(f"{field}: no record '{text}'{hint}")
+        raise PlanError(f"{field}: {no_record(text, candidates, close)}")
     return found.key
 
 

@@ -10,9 +10,11 @@ Filters (all must hold):
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +51,16 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
         if not match:
             raise QueryError(f"cannot read filter '{text}': write field:value, field>=VALUE UNIT or links-to:dir/id")
         if match["field"] not in known:
-            raise QueryError(f"unknown field '{match['field']}' in '{text}'")
+            raise QueryError(f"unknown field '{match['field']}' in '{text}'{_did_you_mean(match['field'], known)}")
         value = match["value"].strip()
+        if match["op"] in (":", "=", "!=") and not match["end"]:
+            allowed = _allowed(corpus, match["field"])
+            if allowed and value not in allowed:
+                # a value no record can have answers nothing: a typo, said as one, never an empty result
+                raise QueryError(
+                    f"{match['field']} is never '{value}'{_did_you_mean(value, allowed)}; "
+                    f"it is one of: {', '.join(sorted(allowed))}"
+                )
         number, quantity = NUMBER.match(value), None
         if number and number.group(
             2
@@ -62,6 +72,37 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
         field = match["field"] + (f".{match['end']}" if match["end"] else "")
         filters.append(Filter(field, match["op"], value, quantity))
     return filters
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def _allowed(corpus: Corpus, field: str) -> set[str]:
+    """The values a field can take when the schemas list them: a type name for `type`, an enum's members
+    (over every type that has the field); empty when any value goes."""
+    if field == "type":
+        return set(corpus.registry.types)
+    found: set[str] = set()
+    for record_type in corpus.registry.types.values():
+        for members in _enums(record_type.inlined_schema, field):
+            if members is None:
+                return set()  # some type takes any value there
+            found |= members
+    return found
+
+
+def _enums(schema: Any, field: str) -> Iterator[set[str] | None]:
+    """The enum of each schema of `field` under this one (None for one with no enum)."""
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict) and isinstance(properties.get(field), dict):
+            spec = properties[field]
+            yield {str(v) for v in spec["enum"]} if isinstance(spec.get("enum"), list) else None
+        for key in ("allOf", "anyOf", "oneOf"):
+            for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+                yield from _enums(part, field)
 
 
 def _value(corpus: Corpus, record: Record, column: str) -> Any:

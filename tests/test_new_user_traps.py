@@ -1,0 +1,69 @@
+"""Traps a new user met trying kb from scratch (issue 29): typos that answered nothing, names kb would not
+take, exit codes that disagreed with README, help that did not say what an option does, an export table
+without its labels."""
+
+import sqlite3
+
+import pytest
+from conftest import REPO, run_kb
+
+
+def kb(*args, cwd=None):
+    return run_kb("--root", str(REPO), *args, cwd=cwd)
+
+
+@pytest.mark.parametrize(
+    "query, words",
+    [
+        ("type:modle", "type is never 'modle' (did you mean model?)"),
+        ("status:verifed", "status is never 'verifed' (did you mean verified?); it is one of: contested, deprecated"),
+        (
+            "memory_bandwith>1 TB/s",
+            "unknown field 'memory_bandwith' in 'memory_bandwith>1 TB/s' (did you mean memory_bandwidth",
+        ),
+        ("kind:serving-engin", "kind is never 'serving-engin' (did you mean serving-engine?)"),
+    ],
+)
+def test_a_query_that_no_record_could_answer_is_a_usage_error_with_a_suggestion(query, words):
+    done = kb("query", query)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+def test_an_alias_or_a_name_names_a_record_wherever_an_id_is_accepted():
+    """nvidia-h200-sxm lists H200 among its aliases: kb explain h200 finds it, in any case; a misspelt id is
+    answered with the ids it is close to."""
+    explained = kb("explain", "h200")
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith("accelerators/nvidia-h200-sxm (records/accelerators/nvidia-h200-sxm.md)")
+    assert kb("explain", "H200.memory_bandwidth").stdout.startswith("accelerators/nvidia-h200-sxm.memory_bandwidth =")
+    planned = kb("plan", "workloads/mooncake-fast25-llama3-70b-8k-a800", "accelerator=h200", "--format", "json")
+    assert planned.returncode == 0 and '"accelerator": "accelerators/nvidia-h200-sxm"' in planned.stdout
+    missing = kb("explain", "nvidia-h2000")
+    assert missing.returncode == 2  # a usage error, as README says of them all
+    assert "no record 'nvidia-h2000' (did you mean" in missing.stderr and "nvidia-h20" in missing.stderr
+
+
+def test_kb_new_refusals_are_usage_errors(tmp_path):
+    done = kb("new", "acelerator", "--name", "X")
+    assert done.returncode == 2, done.stderr
+
+
+def test_help_says_what_each_export_and_query_option_does():
+    export = " ".join(kb("export", "--help").stdout.split())  # argparse wraps where it likes
+    assert "--sqlite FILE an SQLite database" in export and "--json FILE one JSON document" in export
+    query = " ".join(kb("query", "--help").stdout.split())
+    for operator in ("'!='", "'<='", "'>='", "to:DIR/ID keeps the records", "FIELD.low"):
+        assert operator in query, operator
+
+
+def test_the_costs_table_has_labels_and_one_spelling_of_a_plain_number(tmp_path):
+    out = tmp_path / "kb.sqlite"
+    assert kb("export", "--sqlite", str(out)).returncode == 0
+    db = sqlite3.connect(out)
+    label = db.execute(
+        "SELECT label FROM costs WHERE key = 'flops/eng-profile-kv-tiering-moves-flops-to-bytes' AND cost = 'hit_path_bytes'"
+    ).fetchone()
+    assert label == ("KV bytes a prefix hit reads",)
+    units = {u for (u,) in db.execute("SELECT DISTINCT unit FROM costs WHERE unit IN ('', '1')")}
+    assert units == {"1"}
