@@ -67,3 +67,26 @@ def test_the_costs_table_has_labels_and_one_spelling_of_a_plain_number(tmp_path)
     assert label == ("KV bytes a prefix hit reads",)
     units = {u for (u,) in db.execute("SELECT DISTINCT unit FROM costs WHERE unit IN ('', '1')")}
     assert units == {"1"}
+
+
+def test_the_graph_and_the_search_box_work_or_say_why_from_file(kb):
+    """Opened from file:// (a double-click on site/_build/index.html), the graph page draws: its data is in
+    the page, since such a page may not fetch a file. Search cannot load its index there, and says to run
+    kb serve."""
+    from site_support import browser
+
+    kb.source()
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
+    assert kb.run("build").exit_code == 0
+    site = kb.root / "site/_build"
+    with browser() as chromium:
+        page = chromium.new_context().new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((site / "graph.html").as_uri())
+        page.wait_for_selector(".graph-legend span")  # drawn: one legend entry per type
+        assert errors == []
+        page.goto((site / "index.html").as_uri())
+        page.fill("form.search input", "engine")
+        page.wait_for_selector("form.search .search-results p")
+        assert "run kb serve" in page.inner_text("form.search .search-results")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kbtools.site.context import Page
@@ -10,8 +9,10 @@ from kbtools.site.context import Page
 
 class GraphPage(Page):
     def write(self) -> None:
-        self.site.render("graph.html", "graph.html", title="Link graph", total=len(self.corpus.records))
-        self.site.write("static/graph-data.json", json.dumps(self.data(), separators=(",", ":")))
+        # the data goes in the page, not beside it: a page opened from file:// may not fetch() a file
+        self.site.render(
+            "graph.html", "graph.html", title="Link graph", total=len(self.corpus.records), data=self.data()
+        )
 
     def data(self) -> dict[str, Any]:
         nodes, index = [], {}

@@ -78,7 +78,7 @@ function search() {
     const mine = ++generation;
     if (!query) { show([]); return; }
     const engine = await load();
-    if (!engine) { show([note("Search needs the site served over HTTP (python -m http.server).")]); return; }
+    if (!engine) { show([note("Search needs the site served over HTTP: run kb serve and open http://localhost:8000/.")]); return; }
     const filters = {};
     for (const [name, select] of Object.entries(selects)) if (select.value) filters[name] = select.value;
     const found = await engine.debouncedSearch(query, { filters }, 200);

@@ -6,7 +6,8 @@
   const canvas = document.querySelector("canvas.corpus-graph");
   if (!canvas) return;
   const root = document.body.dataset.root || "";
-  const data = await (await fetch(canvas.dataset.src)).json();
+  // the page carries its data (a page opened from file:// may not fetch a file beside it)
+  const data = JSON.parse(document.getElementById(canvas.dataset.src).textContent);
   const css = getComputedStyle(document.documentElement);
   const palette = ["--s0", "--s1", "--s2", "--s3", "--s4", "--s5", "--s6", "--s7", "--s8"].map((v) => css.getPropertyValue(v).trim());
   const line = css.getPropertyValue("--line").trim(), fg = css.getPropertyValue("--fg").trim();
