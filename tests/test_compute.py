@@ -530,10 +530,10 @@ def test_explain_shows_records_and_sources_behind_each_input(kb):
     assert "sources: src-a" in out
 
 
-def test_explain_unknown_target_exits_1(kb):
+def test_explain_unknown_target_exits_2(kb):
     base(kb)
-    assert kb.run("explain", "models/nope").exit_code == 1
-    assert kb.run("explain", "models/mla-model.nope").exit_code == 1
+    assert kb.run("explain", "models/nope").exit_code == 2
+    assert kb.run("explain", "models/mla-model.nope").exit_code == 2
 
 
 def test_repository_seed_explains_its_hit_path_bytes():

@@ -177,7 +177,7 @@ def test_unknown_keys_are_listed_not_dropped_silently(kb):
 )
 def test_contradictory_or_broken_configs_write_nothing(kb, config, message):
     result = from_config(kb, config)
-    assert result.exit_code == 1 and message in result.err and "nothing written" in result.err, result.err
+    assert result.exit_code == 2 and message in result.err and "nothing written" in result.err, result.err
     assert not (kb.root / "records/models/some-model.md").exists()
 
 
@@ -185,4 +185,4 @@ def test_only_types_that_declare_a_config_reader_accept_one(kb):
     kb.source()
     (kb.root / "config.json").write_text(json.dumps(GQA))
     result = kb.run("new", "engine", "--name", "E", "--source", "src-a", "--from-config", str(kb.root / "config.json"))
-    assert result.exit_code == 1 and "declares no x-kb-from-config (types that can: model)" in result.err
+    assert result.exit_code == 2 and "declares no x-kb-from-config (types that can: model)" in result.err

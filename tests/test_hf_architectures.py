@@ -204,18 +204,18 @@ def test_gemma_2_slides_on_alternate_layers_without_layer_types(kb):
 
 def test_an_unknown_model_type_is_refused_naming_it(kb):
     result = from_config(kb, (FIXTURES / "nemotron-super-49b.json").read_text())
-    assert result.exit_code == 1 and "model_type 'nemotron-nas' has no rule" in result.err, result.err
+    assert result.exit_code == 2 and "model_type 'nemotron-nas' has no rule" in result.err, result.err
     assert "nothing written" in result.err and not (kb.root / "records/models/some-model.md").exists()
 
 
 def test_a_wrapper_is_read_by_its_inner_model_type(kb):
     result = from_config(kb, (FIXTURES / "qwen3-vl-8b.json").read_text())
-    assert result.exit_code == 1 and "model_type 'qwen3_vl_text' has no rule" in result.err, result.err
+    assert result.exit_code == 2 and "model_type 'qwen3_vl_text' has no rule" in result.err, result.err
 
 
 def test_a_config_without_a_model_type_is_refused(kb):
     result = from_config(kb, {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4})
-    assert result.exit_code == 1 and "the config names no model_type" in result.err, result.err
+    assert result.exit_code == 2 and "the config names no model_type" in result.err, result.err
 
 
 @pytest.mark.parametrize(
@@ -234,7 +234,7 @@ def test_a_kv_key_the_rule_does_not_read_is_refused_naming_it(kb, fixture, key, 
     target = config.get("text_config", config)
     target[key] = value
     result = from_config(kb, config)
-    assert result.exit_code == 1 and f"'{key}'" in result.err and "does not read it" in result.err, result.err
+    assert result.exit_code == 2 and f"'{key}'" in result.err and "does not read it" in result.err, result.err
     assert "nothing written" in result.err
 
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import KB_SCRIPT
 from test_from_config import GQA, SLIDING
 
-# kb new's exit code for a request it refuses (kbtools.cli EXIT_ERRORS, as for every kb new refusal)
-REFUSED = 1
+# kb new's exit code for a request it refuses: a usage error (kbtools.cli EXIT_USAGE, as README says)
+REFUSED = 2
 
 
 def written_records(kb) -> list[str]:

@@ -268,7 +268,7 @@ def test_new_force_skips_a_record_saved_meanwhile(kb, monkeypatch):
     path = kb.root / "records/engines/fresh.md"
     monkeypatch.setattr(authoring, "replace_file", _replace_after_read(authoring.replace_file, path))
     result = kb.run("new", "engine", "--name", "Fresh", "--source", "src-a", "--force")
-    assert result.exit_code == 1 and "changed while kb worked on it" in result.err
+    assert result.exit_code == 2 and "changed while kb worked on it" in result.err
     assert path.read_text().endswith("Edited meanwhile.\n")
 
 
