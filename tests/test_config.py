@@ -19,7 +19,7 @@ def test_a_code_can_be_made_an_error_a_warning_or_off(kb):
     kb.write("kb.toml", '[severity]\nKB307 = "off"\n')
     result = kb.check("--strict")
     assert result.exit_code == 0 and result.lines == []
-    assert "checked 1 records: 0 errors, 0 warnings" in result.out
+    assert "checked 1 record: 0 errors, 0 warnings" in result.out
 
 
 def test_pyproject_tool_kb_table_sets_the_title_and_the_paths(kb):
@@ -32,7 +32,7 @@ def test_pyproject_tool_kb_table_sets_the_title_and_the_paths(kb):
     )
     result = kb.check()
     assert result.exit_code == 0, result.out
-    assert "checked 1 records" in result.out
+    assert "checked 1 record:" in result.out
     assert kb.run("build", "--no-search").exit_code == 0
     assert "<title>Facilities</title>" in (kb.root / "site" / "_build" / "index.html").read_text()
 

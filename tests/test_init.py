@@ -58,7 +58,10 @@ def test_the_inference_cost_types_are_this_repositorys_schemas_with_a_clean_draf
     # the drafts are kb new's: every value it made up is a placeholder, which fails --strict until replaced
     warnings = [line for line in check.stdout.splitlines() if " warning " in line]
     assert warnings and all(" KB117 " in line for line in warnings), warnings
-    assert check.stdout.splitlines()[-1] == f"checked {len(types)} records: 0 errors, {len(warnings)} warnings"
+    assert (
+        check.stdout.splitlines()[-1]
+        == f"checked {len(types)} records: 0 errors, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
+    )
     assert kb("--root", str(target), "check", "--strict").returncode == 1
     assert kb("--root", str(target), "build", "--no-search").returncode == 0
 

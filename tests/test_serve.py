@@ -46,7 +46,7 @@ def test_an_edited_record_changes_the_open_page(served):
 
         seen = len(server.lines)
         card.write_text(card.read_text().replace("name: Example Corp card (an example)", "name: Renamed card"))
-        server.wait_for(r"built \d+ record pages \(version 2\)", after=seen)
+        server.wait_for(r"built \d+ record pages? \(version 2\)", after=seen)
         watch.page.wait_for_selector("h1:has-text('Renamed card')", timeout=30_000)  # reloaded by itself
 
         # an error: printed in the terminal, and shown on the page it concerns
@@ -91,5 +91,10 @@ def test_a_port_in_use_is_refused_before_any_check_or_build(tmp_path):
         taken.listen()
         port = str(taken.getsockname()[1])
         refused = subprocess.run([KB_SCRIPT, "serve", "--port", port], cwd=root, capture_output=True, text=True)
-    assert refused.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in refused.stderr
+    assert refused.returncode == 2
+    # one line that says what is wrong and what to do
+    assert refused.stderr.splitlines() == [
+        f"kb serve: cannot listen on 127.0.0.1:{port}: port {port} is in use (another kb serve?); "
+        "pass --port with another, or --port 0 for a free one"
+    ], refused.stderr
     assert "checked" not in refused.stdout and not (root / "site" / "_build").exists()  # bound first

@@ -1,9 +1,19 @@
-"""The last stage: diagnostics -> text, JSON, GitHub annotations or SARIF."""
+"""The last stage: diagnostics -> text, JSON, GitHub annotations or SARIF.
+
+A record file that does not parse (or cannot be read) yields no record, so every reference, link and
+inline value naming that record is a finding too: one that follows from the first. The text report prints
+such a cause first, with what follows from it indented under it; JSON marks each of those with the finding
+it follows from (`caused_by`), and every format still lists every finding. Which findings follow from which
+is read from the findings alone (their codes, files and messages), so a memo's stored answer is worded as the
+run that made it was (kbtools.check.memo), and nothing here imports a stage.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from urllib.parse import quote
 
 from kbtools import __version__
@@ -15,14 +25,136 @@ def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]
     return {"records": records, "errors": errors, "warnings": len(diagnostics) - errors}
 
 
+# the codes with which the loader makes no record of a file (kbtools.check.load): it did not parse, or kb did
+# not read it. KB403 and KB900 are also found in records that loaded; such a one is a cause only when a finding
+# names its record as missing, which a record that loaded under its file's name never is
+UNPARSED = frozenset(
+    {"KB100", "KB101", "KB102", "KB103", "KB104", "KB105", "KB106", "KB111", "KB112", "KB113", "KB403", "KB900"}
+)
+NOT_READ = frozenset({"KB112", "KB113"})  # of those, the file was not read at all
+FOLLOWING = frozenset({"KB300", "KB302", "KB509"})  # a reference, a [[link]], an inline value: "no record 'x'"
+_NAMES_NO_RECORD = re.compile(r": no record '([^']*)'$")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A finding at a record file that yields no record, and the findings that follow from it: those that
+    name its record (`key`, dir/id) as missing."""
+
+    cause: Diagnostic
+    key: str
+    follows: tuple[Diagnostic, ...]
+
+    @property
+    def what(self) -> str:
+        """What became of the file, as the report says it."""
+        return "which kb did not read" if self.cause.code in NOT_READ else "which did not parse"
+
+    def summary(self) -> str:
+        """'and 116 errors that follow from it: references to accelerators/x, which did not parse'."""
+        errors = sum(d.severity is Severity.ERROR for d in self.follows)
+        warnings = len(self.follows) - errors
+        counted = " and ".join(counts(errors=errors, warnings=warnings, keep_zero=False))
+        verb = "follows" if len(self.follows) == 1 else "follow"
+        return f"and {counted} that {verb} from it: references to {self.key}, {self.what}"
+
+
+def unparsed_key(d: Diagnostic) -> str | None:
+    """The record (dir/id) the file of `d` would have been, when `d` is a finding with which a record file
+    yields no record; else None. A record file lies at records/<dir>/<id>.md."""
+    if d.code not in UNPARSED:
+        return None
+    parts = d.path.split("/")
+    if len(parts) < 3 or not parts[-1].endswith(".md") or len(parts[-1]) == 3:
+        return None
+    return f"{parts[-2]}/{parts[-1][:-3]}"
+
+
+def missing_name(d: Diagnostic) -> str | None:
+    """The record a finding says is missing ('x' or 'dir/x'), when it is one that can follow from a cause."""
+    if d.code not in FOLLOWING:
+        return None
+    found = _NAMES_NO_RECORD.search(d.message)
+    return found.group(1) if found else None
+
+
+def _causes(diagnostics: Sequence[Diagnostic]) -> dict[int, int]:
+    """Index of each finding that follows from another -> index of that other. A finding naming a bare id
+    follows from the first file of that name that yields no record; one naming dir/id, from that file."""
+    by_key: dict[str, int] = {}
+    by_id: dict[str, int] = {}
+    for n, d in enumerate(diagnostics):
+        key = unparsed_key(d)
+        if key is not None and key not in by_key:
+            by_key[key] = n
+            by_id.setdefault(key.rpartition("/")[2], n)
+    if not by_key:
+        return {}
+    causes = {}
+    for n, d in enumerate(diagnostics):
+        name = missing_name(d)
+        cause = None if name is None else (by_key if "/" in name else by_id).get(name)
+        if cause is not None and diagnostics[cause].path != d.path:
+            causes[n] = cause
+    return causes
+
+
+def grouped(diagnostics: Sequence[Diagnostic]) -> tuple[list[Group], list[Diagnostic]]:
+    """The causes that something follows from, in the order given, each with what follows from it (in the
+    order given), and every other finding, in the order given."""
+    causes = _causes(diagnostics)
+    follows: dict[int, list[Diagnostic]] = {}
+    for n, cause in causes.items():
+        follows.setdefault(cause, []).append(diagnostics[n])
+    groups = [Group(diagnostics[n], unparsed_key(diagnostics[n]) or "", tuple(follows[n])) for n in sorted(follows)]
+    rest = [d for n, d in enumerate(diagnostics) if n not in follows and n not in causes]
+    return groups, rest
+
+
+def caused_by(diagnostics: Sequence[Diagnostic]) -> dict[int, Diagnostic]:
+    """For each finding that follows from another (by its index in `diagnostics`), that other."""
+    return {n: diagnostics[cause] for n, cause in _causes(diagnostics).items()}
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 record', '2 records', '0 records': a number and its noun, singular for one."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def counts(records: int | None = None, errors: int = 0, warnings: int = 0, keep_zero: bool = True) -> list[str]:
+    """'1 record', '2 errors', '0 warnings' (counted), leaving out what is None, and zeros unless keep_zero."""
+    return [
+        counted(n, noun)
+        for n, noun in ((records, "record"), (errors, "error"), (warnings, "warning"))
+        if n is not None and (n or keep_zero)
+    ]
+
+
+def summary_line(summary: dict[str, int]) -> str:
+    """'checked 480 records: 1 error, 0 warnings'."""
+    records, *found = counts(summary["records"], summary["errors"], summary["warnings"])
+    return f"checked {records}: {', '.join(found)}"
+
+
 def format_line(d: Diagnostic) -> str:
     """One finding as Hugo prints one: `path:line:col: severity CODE message (hint: ...)`."""
     return f"{one_line(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.code} {one_line(with_hint(d))}"
 
 
-def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    lines = [format_line(d) for d in diagnostics]
-    lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
+def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int], shown: int | None = None) -> str:
+    """One line per finding, then the summary. A cause comes first, saying what follows from it, and those
+    findings are indented under it (all of them; with `shown`, that many and how many more: kb serve's
+    terminal)."""
+    groups, rest = grouped(diagnostics)
+    lines = []
+    for group in groups:
+        lines.append(f"{format_line(group.cause)} ({group.summary()})")
+        listed = group.follows if shown is None else group.follows[:shown]
+        lines.extend(f"  {format_line(d)}" for d in listed)
+        if len(listed) < len(group.follows):
+            lines.append(f"  … and {len(group.follows) - len(listed)} more (kb check lists every one)")
+    lines.extend(format_line(d) for d in rest)
+    lines.append(summary_line(summary))
     return "\n".join(lines) + "\n"
 
 
@@ -32,8 +164,21 @@ def with_hint(d: Diagnostic) -> str:
 
 
 def format_json(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) -> str:
-    payload = {"diagnostics": [d.as_json() for d in diagnostics], "summary": summary}
+    """Every finding in the order given; one that follows from another says which (`caused_by`: its path,
+    line, column and code)."""
+    causes = caused_by(diagnostics)
+    payload = {
+        "diagnostics": [
+            {**d.as_json(), **({"caused_by": _position(causes[n])} if n in causes else {})}
+            for n, d in enumerate(diagnostics)
+        ],
+        "summary": summary,
+    }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def _position(d: Diagnostic) -> dict[str, object]:
+    return {"path": d.path, "line": d.line, "column": d.column, "code": d.code}
 
 
 def _escape_property(value: str) -> str:
@@ -51,7 +196,7 @@ def format_github(diagnostics: Sequence[Diagnostic], summary: dict[str, int]) ->
         level = "error" if d.severity is Severity.ERROR else "warning"
         props = f"file={_escape_property(d.path)},line={d.line},col={d.column},title={_escape_property(d.code)}"
         lines.append(f"::{level} {props}::{_escape_data(with_hint(d))}")
-    lines.append(f"checked {summary['records']} records: {summary['errors']} errors, {summary['warnings']} warnings")
+    lines.append(summary_line(summary))
     return "\n".join(lines) + "\n"
 
 

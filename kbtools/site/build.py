@@ -4,7 +4,8 @@ It reads the Corpus `kb check` produced (records, link graph, computed values) a
 never re-parses a file. Templates and static assets are kb's packaged theme, overridden file by
 file by the knowledge base's site/templates/ and site/static/ (site/theme.py); pages go to
 site/_build/ (or --out). Each kind of page has its module (home, type_index, record_page, graph) over
-the one SiteContext (context.py); reuse.py keeps record pages an edit did not change.
+the one SiteContext (context.py); reuse.py keeps record pages an edit did not change. A record file that
+did not parse keeps its page, which shows the error (record_page.UnparsedPage).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kbtools.site.publish import (
     remove_debris,
     swap_in,
 )
-from kbtools.site.record_page import RecordPage
+from kbtools.site.record_page import RecordPage, UnparsedPage
 from kbtools.site.reuse import PageReuse
 from kbtools.site.type_index import TypeIndexPage
 
@@ -46,6 +47,7 @@ class SiteBuilder:
         self.reuse = PageReuse(self.site, previous, charts)
         self.home, self.graph = HomePage(self.site), GraphPage(self.site)
         self.type_index, self.record_page = TypeIndexPage(self.site, charts), RecordPage(self.site, charts)
+        self.unparsed_page = UnparsedPage(self.site)
 
     def build(self) -> int:
         site, corpus = self.site, self.site.corpus
@@ -57,14 +59,21 @@ class SiteBuilder:
         keys = [k for k in corpus.records if k in site.pages]
         self.reuse.prepare(len(keys))
         in_workers(keys, self.record, self.reuse.manifest_of, self.reuse.manifest.update, "Writing pages")
+        for key in sorted(site.unparsed):  # a few, and each made anew: no fingerprint, no reuse
+            self.unparsed_page.write(key)
         self.graph.write()
         self.reuse.write_manifest()
         return len(corpus.records)
 
     def record(self, key: str) -> None:
-        """A record's page: the previous build's where it shows the same, else rendered."""
-        if not self.reuse.reused(key):
+        """A record's page: the previous build's where it shows the same, else rendered. A page naming a
+        record that did not parse is rendered every time (and left out of the reuse manifest, so the first
+        build after the fix renders it too): what it says of that file is in no fingerprint."""
+        if self._names_unparsed(key) or not self.reuse.reused(key):
             self.record_page.write(key)
+
+    def _names_unparsed(self, key: str) -> bool:
+        return bool(self.site.cause_of) and self.site.follows_from(self.site.corpus.records[key])
 
     def patch(self, pages: set[str]) -> list[str]:
         """Of the pages named (the home page, type indexes, record pages), those whose inputs changed since the
@@ -79,8 +88,16 @@ class SiteBuilder:
                 self.type_index.write(record_type)
                 written.append(f"{record_type.dir}/index.html")
         for key in site.corpus.records:
-            if key in site.pages and page_path(key) in pages and not self.reuse.shows_the_same(key):
+            if (
+                key in site.pages
+                and page_path(key) in pages
+                and (self._names_unparsed(key) or not self.reuse.shows_the_same(key))
+            ):
                 self.record_page.write(key)
+                written.append(page_path(key))
+        for key in sorted(site.unparsed):  # a record that stopped parsing: its error where its page was
+            if page_path(key) in pages:
+                self.unparsed_page.write(key)
                 written.append(page_path(key))
         return written
 

@@ -22,6 +22,7 @@ from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity
+from kbtools.outputs.report import Group, grouped, unparsed_key, with_hint
 from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.publish import assert_inside
@@ -65,12 +66,72 @@ class SiteContext:
         self.pages = {
             key for key, record in corpus.records.items() if is_id(record.stem) and DIR_PATTERN.match(record.dir)
         }
+        # a record file that did not parse keeps a page, where its record's would be: the finding that says why,
+        # and what follows from it; a finding that follows from one says so on its record's page
+        self.unparsed, self.cause_of = self._unparsed()
         self.renderer = BodyRenderer(
             corpus, self.index, lambda src, dst: relative(page_path(src), page_path(dst)) if dst in self.pages else ""
         )
         self.types_in_order = sorted(self.registry.types.values(), key=lambda t: t.title)
         self.type_views = [type_view(t) for t in self.types_in_order]
         self.calculator = CalculatorExporter(corpus, self.index)  # each record's values in base units, exported once
+
+    def _unparsed(self) -> tuple[dict[str, tuple[Diagnostic, Group | None]], dict[Diagnostic, Group]]:
+        """The record files that yield no record, by the key their record would have (with the finding that
+        says why and the group of what follows from it), and each finding that follows from one -> its group."""
+        corpus, settings = self.corpus, self.corpus.settings
+        causes = [d for d in corpus.diagnostics if unparsed_key(d) is not None]
+        if not causes:
+            return {}, {}
+        loaded = corpus.record_paths()
+        unparsed: dict[str, tuple[Diagnostic, Group | None]] = {}
+        for d in sorted(causes, key=Diagnostic.sort_key):
+            key = unparsed_key(d)
+            assert key is not None
+            folder, _, stem = key.partition("/")
+            if (
+                key not in unparsed
+                and key not in corpus.records
+                and d.path not in loaded
+                and d.path == f"{settings.records_dir}/{key}.md"
+                and self.registry.by_dir(folder) is not None
+                and DIR_PATTERN.match(folder)
+                and is_id(stem)
+            ):
+                unparsed[key] = (d, None)
+        groups, _ = grouped(sorted(corpus.diagnostics, key=Diagnostic.sort_key))
+        cause_of: dict[Diagnostic, Group] = {}
+        for group in groups:
+            if group.key in unparsed and unparsed[group.key][0] == group.cause:
+                unparsed[group.key] = (group.cause, group)
+            cause_of.update((d, group) for d in group.follows)
+        return unparsed, cause_of
+
+    def key_at(self, path: str) -> str | None:
+        """The record whose file is `path`, when it has a page."""
+        folder, _, name = path.rpartition("/")
+        key = f"{folder.rpartition('/')[2]}/{name.removesuffix('.md')}"
+        record = self.corpus.records.get(key) if key in self.pages else None
+        return key if record is not None and record.path == path else None
+
+    def follows_from(self, record: Record) -> bool:
+        """Whether a finding on this record's page follows from a record that did not parse (the page says
+        which, so it is rendered again while that holds: its fingerprint knows nothing of the other file)."""
+        return any(d in self.cause_of for d in self.errors_by_path.get(record.path, ()))
+
+    def finding_view(self, page: str, d: Diagnostic) -> dict[str, Any]:
+        """A finding as a page lists it: where, what, and the page of its record when it has one."""
+        key = self.key_at(d.path)
+        return {
+            "where": f"{d.path}:{d.line}:{d.column}",
+            "path": d.path,
+            "line": d.line,
+            "column": d.column,
+            "severity": d.severity.value,
+            "code": d.code,
+            "message": with_hint(d),
+            "href": relative(page, page_path(key)) if key is not None else "",
+        }
 
     # ------------------------------------------------------------ output
     def write(self, rel: str, text: str) -> None:
@@ -195,10 +256,22 @@ class SiteContext:
         return view
 
     def diagnostics_for(self, record: Record) -> list[dict[str, Any]]:
-        return [
-            {"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
-            for d in self.errors_by_path.get(record.path, [])
-        ]
+        """The findings on a record's page; one that follows from a record that did not parse names it."""
+        page = page_path(record.key)
+        out = []
+        for d in self.errors_by_path.get(record.path, []):
+            view: dict[str, Any] = {"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
+            group = self.cause_of.get(d)
+            if group is not None:
+                view["follows"] = {
+                    "key": group.key,
+                    "what": group.what,
+                    "href": relative(page, page_path(group.key)) if group.key in self.unparsed else "",
+                    "where": f"{group.cause.path}:{group.cause.line}:{group.cause.column}",
+                    "code": group.cause.code,
+                }
+            out.append(view)
+        return out
 
 
 class Page:

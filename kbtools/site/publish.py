@@ -25,6 +25,7 @@ from kbtools.outputs.targets import OutputError, inside, protected_paths
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
 SEARCH_DIR = "pagefind"  # the search index, inside the site
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
+_MADE_HERE: set[str] = set()  # the staging directories this process made (some may be gone): remove_own_staging
 
 
 def check_output(out: Path, settings: Settings) -> Path:
@@ -136,10 +137,22 @@ def _kbs_own(directory: Path) -> bool:
 
 
 def new_staging(out: Path) -> Path:
+    _MADE_HERE.difference_update([p for p in _MADE_HERE if not os.path.lexists(p)])  # kept to the ones still there
     staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=out.parent))
+    _MADE_HERE.add(str(staging))
     (staging / STAGING_MARK).write_text("kb build staging directory; safe to delete when no build runs\n")
     os.chmod(staging, 0o755)  # mkdtemp makes it 0700; a published site is readable
     return staging
+
+
+def remove_own_staging() -> None:
+    """Remove the staging directories this process made that are still there: what a build or a search
+    index leaves when a signal stops it (kb serve calls this on its way out, whatever stopped it). Each was
+    made here by mkdtemp, so it is kb's own even when an interrupted removal already took its mark."""
+    for path in sorted(_MADE_HERE):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    _MADE_HERE.clear()
 
 
 def swap_in(staging: Path, out: Path) -> None:

@@ -1,5 +1,6 @@
 """A record's page: its fields, costs and their calculator, hardware tables, claims, body, sources, the
-records it links and that link to it, and its charts."""
+records it links and that link to it, and its charts. A record file that did not parse keeps a page at the
+same place (UnparsedPage): the error, and what follows from it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from markupsafe import Markup
 
 from kbtools.check.links import backlinks, iter_references
 from kbtools.corpus import Record, RecordValues
+from kbtools.outputs.report import NOT_READ
 from kbtools.registry import RecordType
 from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood
 from kbtools.site.context import Page, SiteContext, page_path, relative
@@ -228,3 +230,29 @@ def _stated(record: Record, name: str) -> str | None:
         stated = spec["stated"]
         return str(stated.get("value") if isinstance(stated, dict) else stated)
     return None
+
+
+class UnparsedPage(Page):
+    """The page of a record file that yields no record (it did not parse, or kb did not read it), where the
+    record's page would be: the finding that says why (file, line, column, message) in place of the record,
+    and the findings that follow from it. A browser open on the record shows the error, never a 404, and
+    the record again once the file is fixed."""
+
+    def write(self, key: str) -> None:
+        site = self.site
+        cause, group = site.unparsed[key]
+        page = page_path(key)
+        folder = key.partition("/")[0]
+        record_type = site.registry.by_dir(folder)
+        site.render(
+            "unparsed.html",
+            page,
+            title=key,
+            key=key,
+            type_title=record_type.title if record_type else folder,
+            type_dir=folder,
+            cause=site.finding_view(page, cause),
+            read=cause.code not in NOT_READ,
+            summary=group.summary() if group is not None else "",
+            follows=[site.finding_view(page, d) for d in group.follows] if group is not None else [],
+        )

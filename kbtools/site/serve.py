@@ -2,12 +2,19 @@
 changes, and the open page reloaded.
 
 A build here is `kb build --force` (errors are shown on the pages they concern, and printed in the
-terminal) and incremental: the process keeps the checked corpus (kbtools.check.live), a save re-checks
+terminal, each finding that follows from a record that did not parse under that record's error) and
+incremental: the process keeps the checked corpus (kbtools.check.live), a save re-checks
 the files it changed and what they can change, and only the pages whose inputs changed are rendered. The
 search index is rebuilt beside the server once the pages are out (SearchIndex). Files are watched
 with watchfiles (the operating system's change notifications). A page learns of a new build from a script
 the server adds to every HTML page it sends, by asking /__kb/version, which answers as soon as the version
-changes (a long poll): the pages on disk are exactly what `kb build` writes.
+changes (a long poll): the pages on disk are exactly what `kb build` writes. An error page the server
+makes itself (a 404 for a page not built yet, or no longer) carries the same script, so it too shows the
+page once a build makes it.
+
+The port is taken before anything is checked or built: one in use is a one-line refusal at once. A
+SIGTERM (or SIGHUP), like Ctrl-C, stops the server the way it stops a build: what the build was staging is removed
+before the process exits (site/._build.kb-staging-*), and the exit is clean.
 
 The server holds drafts, so it answers only requests addressed to it: a Host header naming this
 machine by a loopback name or an IP address, at the port it listens on. A web page that points its own
@@ -18,6 +25,7 @@ ignored: the terminal shows builds and diagnostics, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import functools
 import http.server
 import ipaddress
@@ -32,9 +40,11 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kbtools.corpus import Settings
 from kbtools.diagnostics import one_line
+from kbtools.outputs.report import counted
 
 RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebuilt
 (function () {
@@ -56,6 +66,24 @@ RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebui
 WAIT_FOR_VERSION = 25.0  # seconds a page's question waits for a new version before it is answered as it is
 OPEN_FOR = 2 * WAIT_FOR_VERSION  # a page that asked within this many seconds is open in a browser
 RELOAD_WAIT = 3.0  # seconds the whole build waits for the open pages to reload after the quick pass
+FOLLOWING_SHOWN = 5  # findings shown under their cause in the terminal (kb check lists them all)
+RELOAD_TAG = '<script src="/__kb/reload.js" defer></script>'
+# the server's own error pages (a 404 above all): with the reload script, so a page that is not there yet
+# shows itself once a build makes it
+ERROR_PAGE = f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>%(code)d %(message)s · kb serve</title>
+{RELOAD_TAG}
+</head>
+<body>
+<h1>%(code)d %(message)s</h1>
+<p>%(explain)s</p>
+<p>kb serve reloads this page when it rebuilds the site.</p>
+</body>
+</html>
+"""
 
 
 class Site:
@@ -84,11 +112,14 @@ class Site:
         with self.lock:
             corpus = self.live.refresh()
             shown = sorted(corpus.diagnostics, key=Diagnostic.sort_key)
-            self.report(format_text(shown, summarize(shown, len(corpus.records))).rstrip("\n"))
+            summary = summarize(shown, len(corpus.records))
+            self.report(format_text(shown, summary, shown=FOLLOWING_SHOWN).rstrip("\n"))
             open_pages = self.open_pages() if self.version else set()
+            reloaded: dict[str, bytes | None] | None = None  # the open pages as the quick pass left them
             try:
                 if open_pages:  # Hugo's fast render: the pages a browser shows first, then the whole site
                     build_site(corpus, self.out, search=False, keep_search=self.search, first=open_pages)
+                    reloaded = self.page_files(open_pages)
                     self.publish()
                     self.wait_for_reloads(open_pages)
                 pages, warning = build_site(corpus, self.out, search=False, keep_search=self.search)
@@ -100,10 +131,22 @@ class Site:
                     corpus.cache.close()  # the store is read again at the next save, by then maybe by another kb
             if warning:
                 self.report(f"kb serve: warning: {warning}")
-            if not open_pages:
+            # an open page the quick pass could not render (a record that came, went or stopped parsing) is
+            # made or removed by the whole build: the browser is told again, and reloads it
+            if reloaded is None or self.page_files(open_pages) != reloaded:
                 self.publish()
-            self.report(f"built {pages} record pages (version {self.version})")
+            self.report(f"built {counted(pages, 'record page')} (version {self.version})")
             return True
+
+    def page_files(self, pages: set[str]) -> dict[str, bytes | None]:
+        """The published files of these pages (None: no such page)."""
+        found: dict[str, bytes | None] = {}
+        for page in pages:
+            try:
+                found[page] = (self.out / page).read_bytes()
+            except OSError:
+                found[page] = None
+        return found
 
     def publish(self) -> None:
         with self.published:
@@ -193,6 +236,7 @@ class DevServer(http.server.ThreadingHTTPServer):
 class Handler(http.server.SimpleHTTPRequestHandler):
     site: Site
     server: DevServer
+    error_message_format = ERROR_PAGE  # send_error's page: a 404 reloads itself too
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 (the base class's name)
         pass  # the terminal shows builds and diagnostics, not every request
@@ -262,10 +306,16 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             html = local.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return False
-        tag = '<script src="/__kb/reload.js" defer></script>'
+        tag = RELOAD_TAG
         html = html.replace("</head>", f"{tag}\n</head>", 1) if "</head>" in html else tag + html
         self._send(html.encode(), "text/html; charset=utf-8")
         return True
+
+    def list_directory(self, path):
+        """No listing of a directory without an index.html: a 404, which reloads itself (a listing is a page
+        kb did not write, and could carry no reload script)."""
+        self.send_error(404, "No page here", "The site has no page at this address (yet).")
+        return None
 
     def _send(self, body: bytes, kind: str) -> None:
         self.send_response(200)
@@ -274,6 +324,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
+
+
+def port_in_use(port: int) -> str:
+    return f"port {port} is in use (another kb serve?); pass --port with another, or --port 0 for a free one"
 
 
 def _host_and_port(header: str) -> tuple[str, int] | None:
@@ -299,8 +353,15 @@ def _ip_address(name: str) -> bool:
 
 
 def make_server(site: Site, out: Path, host: str, port: int) -> DevServer:
+    """The server, listening. OSError when it cannot listen; a port in use says so, and what to do, in its
+    strerror (kb's CLI prints "kb serve: cannot listen on HOST:PORT: " and it)."""
     handler = type("SiteHandler", (Handler,), {"site": site})
-    server = DevServer((host, port), functools.partial(handler, directory=str(out)))
+    try:
+        server = DevServer((host, port), functools.partial(handler, directory=str(out)))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(exc.errno, port_in_use(port)) from None
+        raise
     server.names = frozenset({"localhost", host.strip("[]").lower()})
     return server
 
@@ -370,19 +431,22 @@ class SearchIndex:
 def serve(settings: Settings, out: Path, host: str, port: int, search: bool = True) -> None:
     from watchfiles import watch
 
+    from kbtools.site.publish import remove_own_staging
+
     def report(text: str) -> None:
         print(text, flush=True)
 
     site = Site(settings, out, search, report)
     index = SearchIndex(out, report)
     server = make_server(site, out, host, port)  # first: a port in use is said before any work
-    if site.rebuild() and search:
-        index.start(site.version)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    print(f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     stop = threading.Event()
+    handlers = _stop_on_signals()
     try:
+        if site.rebuild() and search:
+            index.start(site.version)
+        thread.start()
+        print(f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
         for changes in watch(
             *site.watched(), stop_event=stop, debounce=300, step=50, rust_timeout=200, yield_on_timeout=True
         ):
@@ -397,10 +461,44 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
                         index.start(site.version)
                 except Exception as exc:  # a bad edit must not stop the server: say so, serve the last site
                     report(f"kb serve: the rebuild failed ({type(exc).__name__}: {exc}); serving the last site")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (_stop_on_signals): what was being built is unwound
         pass
     finally:
+        _ignore_signals(handlers)  # a second Ctrl-C must not cut the cleaning up short; it takes a moment
         stop.set()
         index.cancel()
-        server.shutdown()
+        if thread.is_alive():
+            server.shutdown()
+        server.server_close()
+        remove_own_staging()  # what a build stopped midway could not remove itself
+        _restore_signals(handlers)
         print("kb serve: stopped", file=sys.stderr, flush=True)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill` or a service manager, a closed terminal
+
+
+def _stop_on_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does, so a stop unwinds the build under way (its
+    staging directories removed) instead of ending the process where it stands. The handlers there were, to put back; none outside the main thread, where none can be set."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, Any] = {}
+    for number in STOP_SIGNALS:
+        previous[number] = signal.signal(number, _interrupt)
+    return previous
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(number).name)
+
+
+def _ignore_signals(handlers: dict[int, Any]) -> None:
+    for number in handlers:
+        signal.signal(number, signal.SIG_IGN)
+
+
+def _restore_signals(handlers: dict[int, Any]) -> None:
+    for number, handler in handlers.items():
+        if handler is not None:  # None: a handler set outside Python, which cannot be put back from here
+            signal.signal(number, handler)
