@@ -10,6 +10,7 @@ from pathlib import Path
 from kbtools import __version__
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic
+from kbtools.outputs.report import counted
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -314,7 +315,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_USAGE
     if warning:
         print(f"kb build: warning: {warning}", file=sys.stderr)
-    print(f"built {pages} record pages into {out}")
+    print(f"built {counted(pages, 'record page')} into {out}")
     return EXIT_OK
 
 
@@ -482,7 +483,9 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
         if not args.check and settings.records_path.is_dir():
             remove_stale_temporaries(settings.records_path)
         changed, errors, files = _format_all(args, settings, registry)
-    print(f"{len(files)} records: {changed} {'would change' if args.check else 'changed'}, {errors} not formatted")
+    print(
+        f"{counted(len(files), 'record')}: {changed} {'would change' if args.check else 'changed'}, {errors} not formatted"
+    )
     return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
 
 

@@ -140,7 +140,7 @@ def test_a_record_named_twice_is_formatted_once(kb):
     kb.source()
     path = kb.write("records/engines/x.md", UNFORMATTED.format(id="x", filler=""), dedent=False)
     result = fmt(kb.root, str(path), str(kb.root / "records" / "engines" / "." / "x.md"))
-    assert result.returncode == 0 and "1 records: 1 changed" in result.stdout, result.stdout
+    assert result.returncode == 0 and "1 record: 1 changed" in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize("plant", ["fifo", "/dev/zero"])

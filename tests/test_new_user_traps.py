@@ -90,3 +90,21 @@ def test_the_graph_and_the_search_box_work_or_say_why_from_file(kb):
         page.fill("form.search input", "engine")
         page.wait_for_selector("form.search .search-results p")
         assert "run kb serve" in page.inner_text("form.search .search-results")
+
+
+def test_one_of_a_thing_is_counted_in_the_singular(kb, tmp_path):
+    """With one record, every summary kb prints says "1 record", "1 error", "1 record page", never "1 records"."""
+    kb.source()
+    check = kb.check()
+    assert check.out.splitlines()[-1] == "checked 1 record: 0 errors, 1 warning", check.out  # KB307: cited by none
+    build = kb.run("build", "--no-search", "--out", str(tmp_path / "site"))
+    assert build.exit_code == 0 and build.out == f"built 1 record page into {tmp_path / 'site'}\n", build.out
+    assert "<h2>1 record</h2>" in (tmp_path / "site" / "index.html").read_text()
+    fmt = kb.run("fmt", "--check")
+    assert fmt.out.splitlines()[-1].startswith("1 record: 1 would change"), fmt.out
+    assert kb.run("query", "type:source").out.splitlines()[-1] == "1 record"
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]] [[nowhere]]\n")  # one dangling link
+    one = kb.check()
+    errors = [line for line in one.lines if " error " in line]
+    assert len(errors) == 1 and " KB302 " in errors[0], one.out
+    assert one.out.splitlines()[-1].startswith("checked 2 records: 1 error, "), one.out

@@ -21,6 +21,7 @@ from typing import Any
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
+from kbtools.outputs.report import counted
 
 FILTER = re.compile(
     r"^(?P<field>[a-z_][a-z0-9_-]*)(?:\.(?P<end>low|high|preferred))?\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$"
@@ -212,5 +213,5 @@ def format_rows(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str
     widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)) for t in texts]
-    lines.append(f"{len(rows)} records")
+    lines.append(counted(len(rows), "record"))
     return "\n".join(lines) + "\n"
