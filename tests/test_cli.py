@@ -168,21 +168,14 @@ def test_github_workflow_is_valid():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_progress_bar_on_a_terminal_only(tmp_path):
-    """Over a second of work on a TTY shows a bar (on stderr); piped or --quiet shows none."""
+def _on_a_terminal(args, env):
+    """What kb writes to stderr when stderr is a terminal (a pseudo-terminal here), ANSI escapes removed."""
     import os
     import pty
+    import re
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from generate import generate
-
-    root = tmp_path / "kb"
-    generate(root, 400, seed=2)
     leader, follower = pty.openpty()
-    env = dict(os.environ, KB_PROGRESS_DELAY="0")  # show bars at once, so a small corpus will do
-    proc = subprocess.Popen(
-        [KB_SCRIPT, "--root", str(root), "check", "--no-cache"], stdout=subprocess.DEVNULL, stderr=follower, env=env
-    )
+    proc = subprocess.Popen([KB_SCRIPT, *args], stdout=subprocess.DEVNULL, stderr=follower, env=env)
     os.close(follower)
     seen = b""
     while True:
@@ -193,8 +186,30 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
         if not chunk:
             break
         seen += chunk
-    proc.wait()
-    assert b"Validating" in seen or b"Reading records" in seen or b"Recomputing" in seen, seen[-500:]
+    os.close(leader)
+    assert proc.wait() == 0, seen[-2000:]
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    """Over a second of work on a TTY shows a bar (on stderr) that ends at all of its items, and the search
+    index has one too; piped or --quiet shows none."""
+    import os
+    import re
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from generate import generate
+
+    root = tmp_path / "kb"
+    generate(root, 400, seed=2)
+    env = dict(os.environ, KB_PROGRESS_DELAY="0")  # show bars at once, so a small corpus will do
+    seen = _on_a_terminal(["--root", str(root), "build", "--out", str(tmp_path / "site")], env)
+    for task in ("Reading records", "Validating", "Writing pages"):
+        counts = re.findall(rf"{task}\S*[^\n\r]*?(\d+)/(\d+)", seen)
+        assert counts, (task, seen[-2000:])
+        done, total = counts[-1]
+        assert done == total and int(total) > 300, (task, counts[-3:])  # the last frame: every item done
+    assert "Indexing pages for search" in seen, seen[-2000:]
     piped = subprocess.run(
         [KB_SCRIPT, "--root", str(root), "check", "--no-cache"], capture_output=True, text=True, env=env
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kbtools.corpus import Corpus
 from kbtools.outputs.targets import build_lock
+from kbtools.progress import waiting
 from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
 from kbtools.site.graph import GraphPage
@@ -110,12 +111,13 @@ def pagefind_command(site: Path, output: Path) -> list[str]:
 def run_pagefind(out: Path) -> str | None:
     """Index the built pages for search; returns a warning text when it cannot."""
     try:
-        proc = subprocess.run(
-            pagefind_command(out, out / SEARCH_DIR),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        with waiting("Indexing pages for search"):
+            proc = subprocess.run(
+                pagefind_command(out, out / SEARCH_DIR),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"search index not built: {exc}"
     if proc.returncode != 0:

@@ -60,7 +60,8 @@ def in_workers(
             for n, share in enumerate(shares[1:], 1):
                 result = Path(scratch) / f"{n}.json"
                 children.append((_fork(share, work, gather, result), share, result))
-            for key in track(shares[0], description):
+            # this process's share is the one it can count; the workers' go at the same pace
+            for key in track(shares[0], f"{description} ({workers} processes, this one's share)"):
                 work(key)
         finally:
             finished = [(os.waitpid(pid, 0)[1], share, result) for pid, share, result in children]
