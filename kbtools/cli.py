@@ -145,6 +145,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="one JSON document: every record's frontmatter, body and computed values (with their ranges)",
     )
+    export.add_argument(
+        "--frontmatter",
+        type=Path,
+        metavar="DIR",
+        help="one YAML file per record, DIR/<dir>/<id>.yaml: its frontmatter as kb checked it, for a validator "
+        "that reads YAML (check-jsonschema --schemafile schema/model.schema.json DIR/models/*.yaml); DIR is "
+        "replaced whole, and only when it is empty or kb wrote it",
+    )
     export.set_defaults(handler=run_export)
 
     fmt = sub.add_parser(
@@ -463,11 +471,12 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.outputs.export import export
     from kbtools.outputs.targets import OutputError
 
-    if not args.sqlite and not args.json:
-        print("kb export: say where: --sqlite FILE and/or --json FILE", file=sys.stderr)
+    if not args.sqlite and not args.json and not args.frontmatter:
+        print("kb export: say where: --sqlite FILE, --json FILE and/or --frontmatter DIR", file=sys.stderr)
         return EXIT_USAGE
     try:
-        print(export(settings, args.sqlite, args.json, lambda: check_corpus(settings, use_cache=True, complete=True)))
+        checked = lambda: check_corpus(settings, use_cache=True, complete=True)  # noqa: E731
+        print(export(settings, args.sqlite, args.json, checked, args.frontmatter))
     except OutputError as exc:
         _say("export", exc)
         return EXIT_USAGE

@@ -52,6 +52,7 @@ def test_kb_new_refusals_are_usage_errors(tmp_path):
 def test_help_says_what_each_export_and_query_option_does():
     export = " ".join(kb("export", "--help").stdout.split())  # argparse wraps where it likes
     assert "--sqlite FILE an SQLite database" in export and "--json FILE one JSON document" in export
+    assert "--frontmatter DIR one YAML file per record" in export
     query = " ".join(kb("query", "--help").stdout.split())
     for operator in ("'!='", "'<='", "'>='", "to:DIR/ID keeps the records", "FIELD.low"):
         assert operator in query, operator
@@ -108,3 +109,48 @@ def test_one_of_a_thing_is_counted_in_the_singular(kb, tmp_path):
     errors = [line for line in one.lines if " error " in line]
     assert len(errors) == 1 and " KB302 " in errors[0], one.out
     assert one.out.splitlines()[-1].startswith("checked 2 records: 1 error, "), one.out
+
+
+def test_kb_export_frontmatter_gives_a_validator_one_yaml_file_per_record(kb, tmp_path):
+    """check-jsonschema cannot read a record's Markdown; kb export --frontmatter DIR writes each record's
+    frontmatter as DIR/<dir>/<id>.yaml, which it validates against the record's schema as it is (a misspelt
+    field fails). A second export replaces the first whole; a directory holding the user's files is refused
+    and left as it was."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    check_jsonschema = Path(sys.executable).parent / "check-jsonschema"
+    kb.source()
+    kb.record("engines", "e", "engine", "kind: serving-engine\n", body="[[src-a]]\n")
+    out = tmp_path / "frontmatter"
+    done = kb.run("export", "--frontmatter", str(out))
+    assert done.exit_code == 0 and "wrote the frontmatter of 2 records into" in done.out, done.out + done.err
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml"))
+    assert written == ["engines/e.yaml", "sources/src-a.yaml"]
+    assert (out / "engines/e.yaml").read_text().startswith("# records/engines/e.md: its frontmatter as kb checked it")
+
+    def validate(schema, *files):
+        return subprocess.run(
+            [str(check_jsonschema), "--schemafile", str(kb.root / "schema" / schema), *map(str, files)],
+            capture_output=True,
+            text=True,
+        )
+
+    assert validate("engine.schema.json", out / "engines/e.yaml").returncode == 0
+    assert validate("source.schema.json", out / "sources/src-a.yaml").returncode == 0
+
+    kb.record("engines", "e", "engine", "kind: serving-engine\nvendr: x\n", body="[[src-a]]\n")
+    (kb.root / "records/sources/src-a.md").unlink()  # gone from the corpus: gone from the next export
+    assert kb.run("export", "--frontmatter", str(out)).exit_code == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml")) == ["engines/e.yaml"]
+    misspelt = validate("engine.schema.json", out / "engines/e.yaml")
+    assert misspelt.returncode == 1 and "vendr" in misspelt.stdout + misspelt.stderr, misspelt.stdout
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes\n")
+    refused = kb.run("export", "--frontmatter", str(mine))
+    assert refused.exit_code == 2 and refused.err.startswith("kb export: --frontmatter "), refused.err
+    assert "holds files kb did not write (notes.txt)" in refused.err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "my notes\n"

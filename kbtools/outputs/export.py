@@ -21,17 +21,22 @@ import json
 import os
 import re
 import secrets
+import shutil
 import sqlite3
 import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kbtools import __version__
 from kbtools.atomic import write_synced
 from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
-from kbtools.outputs.targets import OutputError, build_lock, protected_paths
+from kbtools.outputs.report import counted
+from kbtools.outputs.targets import OutputError, build_lock, inside, protected_paths
+from kbtools.site.publish import check_output, new_staging, remove_debris, swap_in
 
 # SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
 # is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII
@@ -406,11 +411,18 @@ def _replace(kind: str, path: Path, write: Callable[[Path], object]) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def export(settings: Settings, sqlite: Path | None, json_path: Path | None, checked: Callable[[], Corpus]) -> str:
-    """`kb export`: the corpus `checked` returns, as SQLite at `sqlite` (its Datasette metadata beside it)
-    and/or JSON at `json_path`; what to tell the user. Every target is checked before the corpus is, so a
-    refusal (OutputError) leaves everything as it was: one file named for two outputs, a path inside the
-    repository's records or schemas, a link, or an existing file without kb's mark."""
+def export(
+    settings: Settings,
+    sqlite: Path | None,
+    json_path: Path | None,
+    checked: Callable[[], Corpus],
+    frontmatter: Path | None = None,
+) -> str:
+    """`kb export`: the corpus `checked` returns, as SQLite at `sqlite` (its Datasette metadata beside it),
+    JSON at `json_path` and/or one YAML file per record under the directory `frontmatter`; what to tell the
+    user. Every target is checked before the corpus is, so a refusal (OutputError) leaves everything as it
+    was: one file named for two outputs, a path inside the repository's records or schemas, a link, an
+    existing file without kb's mark, or a directory holding files kb did not write."""
     metadata = metadata_path(sqlite) if sqlite else None
     targets = [
         (kind, path, named)
@@ -427,6 +439,11 @@ def export(settings: Settings, sqlite: Path | None, json_path: Path | None, chec
                 raise OutputError(f"{named} and {other_named} name the same file; give each its own")
     for kind, path, _ in targets:
         _check_target(settings, kind, path)
+    if frontmatter is not None:
+        check_output(frontmatter, settings, "--frontmatter")
+        for _, path, named in targets:
+            if inside(path.resolve(), frontmatter.resolve()):
+                raise OutputError(f"{named} lies inside --frontmatter {frontmatter}, which kb replaces whole")
     corpus = checked()
     said = []
     if sqlite and metadata:
@@ -436,4 +453,37 @@ def export(settings: Settings, sqlite: Path | None, json_path: Path | None, chec
     if json_path:
         write_json(corpus, json_path)
         said.append(f"wrote {json_path}")
+    if frontmatter is not None:
+        count = write_frontmatter(corpus, frontmatter)
+        said.append(
+            f"wrote the frontmatter of {counted(count, 'record')} into {frontmatter}, one YAML file each "
+            f"(check-jsonschema --schemafile schema/TYPE.schema.json {frontmatter}/DIR/*.yaml)"
+        )
     return "\n".join(said)
+
+
+FRONTMATTER_WRITER = "kb export --frontmatter"
+
+
+def write_frontmatter(corpus: Corpus, out: Path) -> int:
+    """Each record's frontmatter as kb checked it (its type's costs merged in, dates as ISO text) in
+    out/<dir>/<id>.yaml, for a validator that reads YAML or JSON files and not a record's Markdown: the
+    directory is staged beside `out` and swapped in whole, as kb build's site is, so a reader or a kill sees
+    the previous export or this one. Returns how many records were written."""
+    resolved = out.resolve()
+    resolved.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(resolved):
+        check_output(out, corpus.settings, "--frontmatter")  # under the lock: another kb may have written there
+        remove_debris(resolved)
+        staging = new_staging(resolved)
+        try:
+            for record in corpus.records.values():
+                target = staging / record.dir / f"{record.stem}.yaml"
+                target.parent.mkdir(exist_ok=True)
+                head = f"# {record.path}: its frontmatter as kb checked it ({FRONTMATTER_WRITER} {__version__})\n"
+                text = yaml.safe_dump(dict(record.data), sort_keys=False, allow_unicode=True, width=1_000_000)
+                target.write_text(head + text, encoding="utf-8")
+            swap_in(staging, resolved, FRONTMATTER_WRITER)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return len(corpus.records)

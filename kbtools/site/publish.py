@@ -28,32 +28,32 @@ STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made i
 _MADE_HERE: set[str] = set()  # the staging directories this process made (some may be gone): remove_own_staging
 
 
-def check_output(out: Path, settings: Settings) -> Path:
-    """The resolved output directory, or OutputError saying why kb will not write there."""
+def check_output(out: Path, settings: Settings, option: str = "--out") -> Path:
+    """The resolved output directory, or OutputError saying why kb will not write there (the option that
+    named it, `option`, says which: kb build's --out, kb export's --frontmatter)."""
+    named = f"{option} {out}"
     if out.is_symlink():
-        raise OutputError(
-            f"--out {out} is a symlink; kb does not replace what a link points at: name the real directory"
-        )
+        raise OutputError(f"{named} is a symlink; kb does not replace what a link points at: name the real directory")
     resolved = out.resolve()
     for path, what, may_hold_site in protected_paths(settings):
         if inside(path, resolved):  # the output would contain (and so replace) it
             how = "is" if path == resolved else "contains"
+            example = ", e.g. site/_build" if option == "--out" else ""
             raise OutputError(
-                f"--out {out} {how} {what} ({path}), which a build would replace; "
-                "choose an empty or new directory, e.g. site/_build"
+                f"{named} {how} {what} ({path}), which kb would replace; choose an empty or new directory{example}"
             )
         if not may_hold_site and inside(resolved, path):
-            raise OutputError(f"--out {out} lies inside {what} ({path}); choose a directory outside it")
+            raise OutputError(f"{named} lies inside {what} ({path}); choose a directory outside it")
     if resolved.exists() or resolved.is_symlink():
         mode = os.lstat(resolved).st_mode
         if not stat.S_ISDIR(mode):
-            raise OutputError(f"--out {out} is a file, not a directory; kb never replaces a file")
+            raise OutputError(f"{named} is a file, not a directory; kb never replaces a file")
         foreign = foreign_files(resolved)
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise OutputError(
-                f"--out {out} holds files kb did not write ({shown}); kb replaces only an empty directory "
-                "or a site it built: move them, or choose another directory"
+                f"{named} holds files kb did not write ({shown}); kb replaces only an empty directory "
+                "or one it wrote: move them, or choose another directory"
             )
     return resolved
 
@@ -105,11 +105,9 @@ def walk_files(directory: Path) -> list[str]:
     return out
 
 
-def write_manifest(directory: Path) -> None:
+def write_manifest(directory: Path, by: str = "kb build") -> None:
     files = sorted([f for f in walk_files(directory) if f != STAGING_MARK] + [SITE_MANIFEST])
-    (directory / SITE_MANIFEST).write_text(
-        json.dumps({"written_by": "kb build", "files": files}, indent=0), encoding="utf-8"
-    )
+    (directory / SITE_MANIFEST).write_text(json.dumps({"written_by": by, "files": files}, indent=0), encoding="utf-8")
 
 
 def _staging_prefix(out: Path) -> str:
@@ -155,11 +153,12 @@ def remove_own_staging() -> None:
     _MADE_HERE.clear()
 
 
-def swap_in(staging: Path, out: Path) -> None:
-    """Make `staging` the site at `out` (the previous one, checked by check_output, is removed). Where the
-    system can exchange two names in one step (Linux's renameat2), a reader or a kill sees the old site or
-    the new one, never none; elsewhere two renames leave a moment without one."""
-    write_manifest(staging)  # first: from here to the swap the directory is marked, then manifested, as kb's
+def swap_in(staging: Path, out: Path, by: str = "kb build") -> None:
+    """Make `staging` the site (or the directory `by` wrote) at `out`; the previous one, checked by
+    check_output, is removed. Where the system can exchange two names in one step (Linux's renameat2), a
+    reader or a kill sees the old one or the new one, never none; elsewhere two renames leave a moment
+    without one."""
+    write_manifest(staging, by)  # first: from here to the swap the directory is marked, then manifested, as kb's
     (staging / STAGING_MARK).unlink()
     if out.exists() and _exchange(staging, out):
         shutil.rmtree(staging, ignore_errors=True)  # the previous site, under the staging name (its manifest marks it)
