@@ -293,10 +293,10 @@ def _report(args: argparse.Namespace, diagnostics: list[Diagnostic], summary: di
 
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.publish import check_output
     from kbtools.outputs.report import format_text, summarize
     from kbtools.outputs.targets import OutputError
     from kbtools.site.build import build_site
-    from kbtools.site.publish import check_output
 
     out = args.out or settings.build_path
     try:
@@ -350,8 +350,8 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.outputs.publish import check_output
     from kbtools.outputs.targets import OutputError
-    from kbtools.site.publish import check_output
     from kbtools.site.serve import serve
 
     out = (args.out or settings.build_path).absolute()

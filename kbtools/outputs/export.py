@@ -34,9 +34,9 @@ from kbtools import __version__
 from kbtools.atomic import write_synced
 from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
+from kbtools.outputs.publish import check_output, new_staging, remove_debris, swap_in
 from kbtools.outputs.report import counted
 from kbtools.outputs.targets import OutputError, build_lock, inside, protected_paths
-from kbtools.site.publish import check_output, new_staging, remove_debris, swap_in
 
 # SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
 # is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII

@@ -1,5 +1,5 @@
 """Where kb may write what it makes (a site, an export): what it must never replace, and one writer at a
-time per directory. Shared by kb build (kbtools.site.publish) and kb export."""
+time per directory. Shared by kb build (kbtools.outputs.publish) and kb export."""
 
 from __future__ import annotations
 

@@ -17,14 +17,7 @@ import sys
 from pathlib import Path
 
 from kbtools.corpus import Corpus
-from kbtools.outputs.targets import build_lock
-from kbtools.progress import waiting
-from kbtools.site.charts import FigureCharts
-from kbtools.site.context import SiteContext, page_path
-from kbtools.site.graph import GraphPage
-from kbtools.site.home import HomePage
-from kbtools.site.pool import in_workers
-from kbtools.site.publish import (
+from kbtools.outputs.publish import (
     SEARCH_DIR,
     check_output,
     link_or_copy,
@@ -33,6 +26,13 @@ from kbtools.site.publish import (
     remove_debris,
     swap_in,
 )
+from kbtools.outputs.targets import build_lock
+from kbtools.progress import waiting
+from kbtools.site.charts import FigureCharts
+from kbtools.site.context import SiteContext, page_path
+from kbtools.site.graph import GraphPage
+from kbtools.site.home import HomePage
+from kbtools.site.pool import in_workers
 from kbtools.site.record_page import RecordPage, UnparsedPage
 from kbtools.site.reuse import PageReuse
 from kbtools.site.type_index import TypeIndexPage

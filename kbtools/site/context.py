@@ -22,10 +22,10 @@ from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity
+from kbtools.outputs.publish import assert_inside
 from kbtools.outputs.report import Group, grouped, unparsed_key, with_hint
 from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
-from kbtools.site.publish import assert_inside
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
 from kbtools.site.theme import Theme, ThemeError
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kbtools.check.compute.incremental import fingerprint
+from kbtools.outputs.publish import link_or_copy
 from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
-from kbtools.site.publish import link_or_copy
 
 MANIFEST = ".kb-pages.json"  # page -> fingerprint of what it shows, for the next incremental build
 ONE_BY_ONE = 50  # pages whose reads are asked for one query each before the whole table is read

@@ -379,8 +379,8 @@ class SearchIndex:
         self.version = 0
 
     def start(self, version: int) -> None:
+        from kbtools.outputs.publish import SEARCH_DIR, new_staging
         from kbtools.site.build import pagefind_command
-        from kbtools.site.publish import SEARCH_DIR, new_staging
 
         self.cancel()
         self.staging, self.version = new_staging(self.out), version
@@ -407,8 +407,8 @@ class SearchIndex:
 
     def poll(self) -> None:
         """When pagefind has finished: its index in place of the old one, or a warning."""
+        from kbtools.outputs.publish import SEARCH_DIR, replace_part
         from kbtools.outputs.targets import build_lock
-        from kbtools.site.publish import SEARCH_DIR, replace_part
 
         if self.proc is None or self.proc.poll() is None or self.staging is None:
             return
@@ -431,7 +431,7 @@ class SearchIndex:
 def serve(settings: Settings, out: Path, host: str, port: int, search: bool = True) -> None:
     from watchfiles import watch
 
-    from kbtools.site.publish import remove_own_staging
+    from kbtools.outputs.publish import remove_own_staging
 
     def report(text: str) -> None:
         print(text, flush=True)

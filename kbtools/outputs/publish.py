@@ -1,4 +1,5 @@
-"""Where `kb build` may write a site, and how a new site replaces the old one.
+"""Where `kb build` may write a site (and `kb export --frontmatter` its directory), and how a new one
+replaces the old.
 
 kb deletes only what it wrote. An output directory is replaced only when it does not
 exist, is empty, or holds kb's own manifest listing every file in it; never when it is
