@@ -237,7 +237,7 @@ def evaluate(
 ) -> pint.Quantity:
     """The formula's value: always one quantity (a whole table is an error, KB508), finite and bounded in
     its own units and in base units (KB507)."""
-    value = _scalar(_eval(formula.tree, lookup, param, call), formula.tree)
+    value = FIGURES.scalar(walk(formula.tree, FIGURES, lookup, param, call), formula.tree)
     _bounded_in_base(value)
     return value
 
@@ -290,29 +290,29 @@ def _log10_factor(unit: str) -> float:
     return math.log10(abs(unit_registry().Quantity(1, unit).to_root_units().magnitude))
 
 
-def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLookup | None = None) -> Any:
-    ureg = unit_registry()
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, str):
-            try:
-                return parse_quantity_text(node.value, None)
-            except QuantityError as exc:
-                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
-        return ureg.Quantity(node.value, ureg.dimensionless)
-    if isinstance(node, ast.Name):
-        return lookup((node.id,))
-    if isinstance(node, ast.Attribute):
-        return lookup((ident(node.value), node.attr))
-    if isinstance(node, ast.UnaryOp):
-        value = _scalar(_eval(node.operand, lookup, param, call), node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp):
-        left = _scalar(_eval(node.left, lookup, param, call), node.left)
-        if isinstance(node.op, ast.Pow):
-            exponent = _literal_number(node.right)
-            return _bounded(_apply(lambda: left**exponent, left, None, "**"))
-        right = _scalar(_eval(node.right, lookup, param, call), node.right)
-        op = _BINOPS[type(node.op)]
+class Algebra:
+    """What the formula walker (walk) does with the figures it meets: one quantity each here (the point
+    figures `evaluate` gives); kbtools.lang.interval's Intervals, a range each, in its subclass. The walker
+    owns the language (names, attributes, calls of a record's functions, default(), param(), min() and max()
+    over tables, the argument rules); an algebra owns only what an operator makes of its operands."""
+
+    def literal(self, quantity: pint.Quantity) -> Any:
+        return quantity
+
+    def scalar(self, value: Any, node: ast.AST) -> Any:
+        """The value, unless it is a whole table (KB508): a table only feeds min() and max()."""
+        if isinstance(value, Table):
+            raise FormulaError(
+                "KB508",
+                f"'{ast.unparse(node)}' is a table (one row per for_each item); "
+                "use min() or max() over it, or the same for_each",
+            )
+        return value
+
+    def negate(self, value: Any) -> Any:
+        return -value
+
+    def binary(self, op: str, left: Any, right: Any, node: ast.BinOp) -> Any:
         if op == "/" and right.magnitude == 0:
             raise FormulaError("KB505", f"division by zero: {ast.unparse(node.right)} is 0")
         operation = {
@@ -322,56 +322,93 @@ def _eval(node: ast.AST, lookup: Lookup, param: ParamLookup | None, call: CallLo
             "/": lambda: left / right,
         }[op]
         return _bounded(_apply(operation, left, right, op))
+
+    def power(self, base: Any, exponent: float) -> Any:
+        return _bounded(_apply(lambda: base**exponent, base, None, "**"))
+
+    def extreme(self, name: str, values: list[Any]) -> Any:
+        """min() or max() of several values (a table's rows among them)."""
+        try:
+            return (min if name == "min" else max)(values)
+        except pint.DimensionalityError as exc:
+            raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
+
+    def function(self, name: str, value: Any) -> Any:
+        """abs, sqrt, ceil or floor of one value."""
+        if name == "abs":
+            return abs(value)
+        if name == "sqrt":
+            return self.power(value, 0.5)
+        ureg = unit_registry()
+        if not value.dimensionless:
+            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
+        number = value.to(ureg.dimensionless).magnitude
+        return ureg.Quantity(math.ceil(number) if name == "ceil" else math.floor(number), ureg.dimensionless)
+
+
+FIGURES = Algebra()
+
+
+def walk(
+    node: ast.AST,
+    algebra: Algebra,
+    lookup: Lookup,
+    param: Callable[[str, str], Any] | None,
+    call: Callable[[str, str, Callable[[], list], str], Any] | None,
+) -> Any:
+    """The value of a checked formula's tree under `algebra`; `lookup`, `param` and `call` answer in its
+    terms (a quantity, an Interval, or a Table of them)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            try:
+                return algebra.literal(parse_quantity_text(node.value, None))
+            except QuantityError as exc:
+                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
+        ureg = unit_registry()
+        return algebra.literal(ureg.Quantity(node.value, ureg.dimensionless))
+    if isinstance(node, ast.Name):
+        return lookup((node.id,))
+    if isinstance(node, ast.Attribute):
+        return lookup((ident(node.value), node.attr))
+    if isinstance(node, ast.UnaryOp):
+        value = algebra.scalar(walk(node.operand, algebra, lookup, param, call), node.operand)
+        return algebra.negate(value) if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left = algebra.scalar(walk(node.left, algebra, lookup, param, call), node.left)
+        if isinstance(node.op, ast.Pow):
+            exponent = _literal_number(node.right)  # the parser admits only a literal number here
+            return algebra.power(left, exponent if exponent is not None else 1.0)
+        right = algebra.scalar(walk(node.right, algebra, lookup, param, call), node.right)
+        return algebra.binary(_BINOPS[type(node.op)], left, right, node)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if call is None:
             raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
 
         def arguments() -> list:
-            return [_scalar(_eval(a, lookup, param, call), a) for a in node.args]
+            return [algebra.scalar(walk(a, algebra, lookup, param, call), a) for a in node.args]
 
         return call(ident(node.func.value), node.func.attr, arguments, ast.unparse(node))
     if isinstance(node, ast.Call):
         name = ident(node.func)
         if name == "default":
             try:
-                return _eval(node.args[0], lookup, param, call)
+                return walk(node.args[0], algebra, lookup, param, call)
             except MissingName:
-                return _eval(node.args[1], lookup, param, call)
+                return walk(node.args[1], algebra, lookup, param, call)
         if name == "param":
             if param is None:
                 raise FormulaError("KB501", "param() is not available here")
             return param(ident(node.args[0]), constant(node.args[1]))
-        args = [_eval(a, lookup, param, call) for a in node.args]
+        args = [walk(a, algebra, lookup, param, call) for a in node.args]
         if name in ("min", "max"):
             values = [v for a in args for v in (a.values() if isinstance(a, Table) else [a])]
             if not values:
                 raise FormulaError("KB502", f"{name}() over an empty table")
-            try:
-                return (min if name == "min" else max)(values)
-            except pint.DimensionalityError as exc:
-                raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
+            return algebra.extreme(name, values)
         if len(args) != 1:
             raise FormulaError("KB501", f"{name}() takes one argument")
-        value = _scalar(args[0], node.args[0])
-        if name == "abs":
-            return abs(value)
-        if name == "sqrt":
-            return _bounded(value**0.5)
-        if not value.dimensionless:
-            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
-        number = value.to(ureg.dimensionless).magnitude
-        return ureg.Quantity(math.ceil(number) if name == "ceil" else math.floor(number), ureg.dimensionless)
+        return algebra.function(name, algebra.scalar(args[0], node.args[0]))
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
-
-
-def _scalar(value: Any, node: ast.AST) -> pint.Quantity:
-    if isinstance(value, Table):
-        raise FormulaError(
-            "KB508",
-            f"'{ast.unparse(node)}' is a table (one row per for_each item); "
-            "use min() or max() over it, or the same for_each",
-        )
-    return value
 
 
 def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint.Quantity:

@@ -2,8 +2,9 @@
 (low, high) instead of one figure, giving a range that holds every figure the formula can take while each
 name stays within its own.
 
-It walks the same checked tree as `formula.evaluate` and applies the same bounds (KB507) and unit rules
-(KB503) to each end. Each operator takes the ends that bound it: a product or a quotient the extreme of its
+It is formula.walk, the walker `formula.evaluate` uses, under another algebra (Ranges): the language is
+the walker's, and this module says only what each operator makes of ranges, with the same bounds (KB507) and
+unit rules (KB503) at each end. Each operator takes the ends that bound it: a product or a quotient the extreme of its
 four corner products, a power by the sign of its base and the parity of its exponent, `abs` and an even power
 0 when the range crosses 0. A division by a range that holds 0 has no bound, so it is an error (KB505), as a
 division by 0 is.
@@ -23,20 +24,8 @@ from typing import Any
 
 import pint
 
-from kbtools.lang.formula import (
-    _BINOPS,
-    Formula,
-    FormulaError,
-    MissingName,
-    Table,
-    _apply,
-    _bounded,
-    _bounded_in_base,
-    _literal_number,
-    constant,
-    ident,
-)
-from kbtools.lang.units import QuantityError, format_quantity, parse_quantity_text, unit_registry
+from kbtools.lang.formula import Algebra, Formula, FormulaError, _apply, _bounded, _bounded_in_base, walk
+from kbtools.lang.units import format_quantity, unit_registry
 
 
 @dataclass(frozen=True)
@@ -79,16 +68,10 @@ def evaluate_range(
     formula: Formula, lookup: RangeLookup, param: RangeParam | None = None, call: RangeCall | None = None
 ) -> Interval:
     """The range of the formula's value over the ranges of what it reads, each end bounded (KB507)."""
-    result = _whole(_eval(formula.tree, lookup, param, call), formula.tree)
+    result = RANGES.scalar(walk(formula.tree, RANGES, lookup, param, call), formula.tree)
     _bounded_in_base(result.low)
     _bounded_in_base(result.high)
     return result
-
-
-def _whole(value: Any, node: ast.AST) -> Interval:
-    if isinstance(value, Table):
-        raise FormulaError("KB508", f"'{ast.unparse(node)}' is a table (one row per for_each item); use min() or max()")
-    return value
 
 
 def _corners(left: Interval, right: Interval, op: str) -> Interval:
@@ -108,45 +91,16 @@ def _hull(figures: list[Any]) -> Interval:
     return Interval(ureg.Quantity(min(magnitudes), unit), ureg.Quantity(max(magnitudes), unit))
 
 
-def _power(base: Interval, exponent: float) -> Interval:
-    def raised(q: Any) -> Any:
-        return _bounded(_apply(lambda: q**exponent, q, None, "**"))
+class Ranges(Algebra):
+    """Each operator over ranges: the least and the greatest figure it can make of operands anywhere in theirs."""
 
-    low, high = base.low.magnitude, base.high.to(base.low.units).magnitude
-    whole = float(exponent).is_integer()
-    if not whole and low < 0:
-        raise FormulaError("KB503", f"a range reaching below 0 ({base.shown()}) has no real power {exponent:g}")
-    if exponent < 0 and base.holds_zero():
-        raise FormulaError("KB505", f"division by zero: {base.shown()} holds 0 and is raised to {exponent:g}")
-    ends = [raised(base.low), raised(base.high)]
-    if whole and int(exponent) % 2 == 0 and exponent > 0 and low < 0 < high:
-        return Interval(ends[0] * 0, _hull(ends).high)  # an even power's least is 0, inside the range
-    return _hull(ends)
+    def literal(self, quantity: Any) -> Interval:
+        return Interval.of(quantity)
 
+    def negate(self, value: Interval) -> Interval:
+        return Interval(-value.high, -value.low)
 
-def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: RangeCall | None) -> Any:
-    ureg = unit_registry()
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, str):
-            try:
-                return Interval.of(parse_quantity_text(node.value, None))
-            except QuantityError as exc:
-                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
-        return Interval.of(ureg.Quantity(node.value, ureg.dimensionless))
-    if isinstance(node, ast.Name):
-        return lookup((node.id,))
-    if isinstance(node, ast.Attribute):
-        return lookup((ident(node.value), node.attr))
-    if isinstance(node, ast.UnaryOp):
-        value = _whole(_eval(node.operand, lookup, param, call), node.operand)
-        return Interval(-value.high, -value.low) if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp):
-        left = _whole(_eval(node.left, lookup, param, call), node.left)
-        if isinstance(node.op, ast.Pow):
-            exponent = _literal_number(node.right)
-            return _power(left, float(exponent if exponent is not None else 1))
-        right = _whole(_eval(node.right, lookup, param, call), node.right)
-        op = _BINOPS[type(node.op)]
+    def binary(self, op: str, left: Interval, right: Interval, node: ast.BinOp) -> Interval:
         if op == "+":
             return Interval(
                 _bounded(_apply(lambda: left.low + right.low, left.low, right.low, op)),
@@ -166,38 +120,30 @@ def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: Ra
                 else f"division by a range that holds 0: {what} is {right.shown()}",
             )
         return _corners(left, right, op)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if call is None:
-            raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
 
-        def arguments() -> list:
-            return [_whole(_eval(a, lookup, param, call), a) for a in node.args]
+    def power(self, base: Interval, exponent: float) -> Interval:
+        def raised(q: Any) -> Any:
+            return _bounded(_apply(lambda: q**exponent, q, None, "**"))
 
-        return call(ident(node.func.value), node.func.attr, arguments, ast.unparse(node))
-    if isinstance(node, ast.Call):
-        name = ident(node.func)
-        if name == "default":
-            try:
-                return _eval(node.args[0], lookup, param, call)
-            except MissingName:
-                return _eval(node.args[1], lookup, param, call)
-        if name == "param":
-            if param is None:
-                raise FormulaError("KB501", "param() is not available here")
-            return param(ident(node.args[0]), constant(node.args[1]))
-        args = [_eval(a, lookup, param, call) for a in node.args]
-        if name in ("min", "max"):
-            ranges = [r for a in args for r in (a.values() if isinstance(a, Table) else [a])]
-            if not ranges:
-                raise FormulaError("KB502", f"{name}() over an empty table")
-            pick = min if name == "min" else max
-            try:  # the least of several ranges lies between the least of their lows and the least of their highs
-                return Interval(pick(r.low for r in ranges), pick(r.high for r in ranges))
-            except pint.DimensionalityError as exc:
-                raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
-        if len(args) != 1:
-            raise FormulaError("KB501", f"{name}() takes one argument")
-        value = _whole(args[0], node.args[0])
+        low, high = base.low.magnitude, base.high.to(base.low.units).magnitude
+        whole = float(exponent).is_integer()
+        if not whole and low < 0:
+            raise FormulaError("KB503", f"a range reaching below 0 ({base.shown()}) has no real power {exponent:g}")
+        if exponent < 0 and base.holds_zero():
+            raise FormulaError("KB505", f"division by zero: {base.shown()} holds 0 and is raised to {exponent:g}")
+        ends = [raised(base.low), raised(base.high)]
+        if whole and int(exponent) % 2 == 0 and exponent > 0 and low < 0 < high:
+            return Interval(ends[0] * 0, _hull(ends).high)  # an even power's least is 0, inside the range
+        return _hull(ends)
+
+    def extreme(self, name: str, values: list[Interval]) -> Interval:
+        pick = min if name == "min" else max
+        try:  # the least of several ranges lies between the least of their lows and the least of their highs
+            return Interval(pick(r.low for r in values), pick(r.high for r in values))
+        except pint.DimensionalityError as exc:
+            raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
+
+    def function(self, name: str, value: Interval) -> Interval:
         if name == "abs":
             if value.low.magnitude >= 0:
                 return value
@@ -205,12 +151,15 @@ def _eval(node: ast.AST, lookup: RangeLookup, param: RangeParam | None, call: Ra
                 return Interval(-value.high, -value.low)
             return Interval(value.low * 0, max(-value.low, value.high))
         if name == "sqrt":
-            return _power(value, 0.5)
+            return self.power(value, 0.5)
         if not value.low.dimensionless:
             raise FormulaError("KB503", f"{name}() needs a plain number, got {value.low.units:~P}")
+        ureg = unit_registry()
         rounding = math.ceil if name == "ceil" else math.floor
         low, high = (float(q.to(ureg.dimensionless).magnitude) for q in (value.low, value.high))
         return Interval(
             ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless)
         )
-    raise FormulaError("KB501", "this construct is not allowed in a formula")
+
+
+RANGES = Ranges()
