@@ -117,7 +117,10 @@ def keep(
         path = _store(settings, create=True)
         connection = sqlite3.connect(path, timeout=30, isolation_level=None)
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
+            # a rollback journal, not WAL: recall reads read-only, and a read-only connection to a WAL database
+            # makes its -wal and -shm files and cannot remove them, so every answer from the memo left two
+            # files in kb's state directory. One row, rewritten once a run, needs no concurrent readers.
+            connection.execute("PRAGMA journal_mode=DELETE")
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, body TEXT, digest TEXT)")
             connection.execute("DELETE FROM runs")  # one tree at a time: the last one checked
