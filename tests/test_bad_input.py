@@ -10,6 +10,7 @@ from catalogue import CASES, render
 from conftest import REPO
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input(kb, case):
     kb.source()

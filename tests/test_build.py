@@ -1,5 +1,6 @@
 """kb build without a browser: refusal on errors, --force, atomic output."""
 
+import pytest
 from conftest import KB_SCRIPT, REPO
 
 
@@ -83,6 +84,7 @@ def test_a_repositorys_theme_files_override_the_packaged_ones_one_by_one(kb):
     assert '<h1 id="mine">Changed</h1>' in (out / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     """The site is built in a staging directory and swapped in whole: killing kb mid-build loses nothing."""
     import signal

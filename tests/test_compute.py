@@ -602,6 +602,7 @@ def test_inline_table_row(kb):
     assert [v.rendered for v in inline] == ["35.69 ms", "24.99 s", None]
 
 
+@pytest.mark.slow
 def test_repository_seed_with_its_original_factor_2_fails(tmp_path):
     """The seed's own arithmetic error, replayed on the real corpus: kb check must refuse it."""
     import shutil

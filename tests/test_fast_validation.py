@@ -147,6 +147,7 @@ def test_real_records_are_judged_alike():
         _agree(record_type, data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("record_type,data", _two_of_each_type(), ids=lambda v: getattr(v, "name", ""))
 def test_mutated_records_are_judged_alike(record_type, data):
     judged = list(_mutations(data))

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from conftest import KB_SCRIPT, REPO
 
 MESSY = """---
@@ -72,11 +73,13 @@ def test_fmt_leaves_unloadable_files_alone(kb):
     assert path.read_text() == "---\nid: bad\nname: a\nname: b\n---\n"
 
 
+@pytest.mark.slow
 def test_repository_is_formatted():
     proc = subprocess.run([KB_SCRIPT, "fmt", "--check"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 
 
+@pytest.mark.slow
 def test_killing_fmt_mid_run_leaves_every_file_whole(tmp_path):
     sys.path.insert(0, str(REPO / "benchmarks"))
     from generate import generate

@@ -64,6 +64,7 @@ def test_kb_fmt_does_not_follow_a_type_directory_that_is_a_symlink_within_the_re
     assert "is a symlink to a directory" in fmt(kb.root, str(kb.root / "records/engines/x.md")).stderr
 
 
+@pytest.mark.slow
 def test_a_frontmatter_string_of_4_9_mb_is_formatted_on_one_line(kb):
     kb.source()
     filler = 'notes: "' + "word " * 980_000 + '"\n'
@@ -176,7 +177,7 @@ def test_a_build_killed_before_it_marked_its_staging_leaves_nothing_behind(kb):
 def test_a_new_site_takes_the_old_ones_place_in_one_step(tmp_path, monkeypatch):
     """Two renames left a moment with no site at all (a kill there lost the published site); on Linux the
     names are exchanged in one system call."""
-    from kbtools.site import publish
+    from kbtools.outputs import publish
 
     out, staging = tmp_path / "site", publish.new_staging(tmp_path / "site")
     out.mkdir()

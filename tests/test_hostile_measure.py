@@ -108,6 +108,7 @@ def test_a_max_bytes_past_the_free_space_is_lowered_to_half_of_it(
     assert kb.check("--strict").exit_code == 0
 
 
+@pytest.mark.slow
 def test_the_memory_this_machine_has_bounds_a_2_64_request(with_models):
     """No stand-in: on this machine, 2^64 bytes is lowered to under what /proc/meminfo says is available,
     which the refusal of a block past it names (so nothing is allocated to find out)."""

@@ -245,6 +245,7 @@ def test_competing_values_cost_per_value_what_a_plain_value_costs(kb, monkeypatc
     assert Counted.read <= 10 * count, f"{Counted.read:,} reads of {count:,} competing values: the work grows faster"
 
 
+@pytest.mark.slow
 def test_ten_thousand_competing_values_are_checked_and_carried(kb):
     """A record with 10,000 competing values is checked, and every value is carried into what rests on it:
     the ridge point's range runs from the lowest bandwidth's figure to the highest's. (The timeout guards

@@ -311,6 +311,7 @@ def holds_socket(pid: int, inode: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to see the request handled")
 def test_ctrl_c_stops_serve_quietly_after_a_client_dropped_its_connection(kb):
     kb.source()

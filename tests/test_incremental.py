@@ -184,6 +184,7 @@ def edit(root: Path, rng: random.Random) -> str:
     return f"{kind} {path.name}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_incremental_equals_full_over_random_edits(tmp_path, seed):
     root = tmp_path / "kb"
@@ -219,6 +220,7 @@ def test_an_edit_reaches_a_reader_two_records_away(tmp_path):
     assert chain_findings(cached=True) == [] == chain_findings(cached=False)
 
 
+@pytest.mark.slow
 def test_two_kb_checks_at_once_leave_a_cache_that_agrees_with_a_full_check(tmp_path):
     """Two kb processes on one repository, started together over and over between edits: neither fails,
     each reports what a full check does, the cache stays a sound database, and the next warm run is right."""
@@ -288,6 +290,7 @@ def build(root, out, fresh: bool):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [4, 5])
 def test_incremental_build_equals_full_build_over_random_edits(tmp_path, seed):
     import shutil
@@ -336,6 +339,7 @@ def test_a_rebuild_renders_only_the_pages_that_show_what_changed(tmp_path):
     assert all(" Renamed" in p.read_text() for p in charts)  # a bar's label is the record's name
 
 
+@pytest.mark.slow
 def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
     """Loading, schema validation and the body scan of a cold check run in forked workers when there are
     many files; what kb reports, and what the next warm run reports from the cache they filled, is the same."""
@@ -432,6 +436,7 @@ def test_a_damaged_store_costs_a_whole_run_never_a_hidden_finding(tmp_path, dama
     assert findings(scoped_check(root)) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["none", "not values", "another layout", "dangling reference", "bad unit"])
 def test_a_build_reads_stored_values_and_a_damaged_one_costs_a_recomputation(tmp_path, monkeypatch, damage):
     """After an edit a build computes only what the edit can change and reads every other value from the
@@ -485,6 +490,7 @@ def test_a_build_reads_stored_values_and_a_damaged_one_costs_a_recomputation(tmp
             assert len(computed) > 1  # what did not decode was computed again
 
 
+@pytest.mark.slow
 def test_pages_rendered_in_forked_workers_are_the_pages_one_process_renders(tmp_path, monkeypatch):
     """With the render pool on for any number of pages, a cold build and a rebuild after an edit (pages reused
     by fingerprints the workers sent back) are byte-identical to builds in one process."""
@@ -547,6 +553,7 @@ def test_a_theme_error_in_a_render_worker_is_reported_as_without_workers(tmp_pat
     assert (out / "index.html").is_file() and not list(tmp_path.glob("site/._*"))
 
 
+@pytest.mark.slow
 def test_explain_and_export_from_stored_values_are_those_of_a_run_without_a_store(tmp_path, monkeypatch, capsys):
     """kb explain walks a value's inputs eight levels deep and kb export writes every value: read from the
     store after a build and random edits, both print what a run with no store prints."""

@@ -37,6 +37,7 @@ def published(corpus: Corpus, out: Path, first: set[str] | None = None) -> dict[
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != MANIFEST}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 8])
 def test_a_corpus_refreshed_after_each_edit_reports_and_builds_what_a_cold_run_does(tmp_path, seed):
     root, site, cold_site = tmp_path / "kb", tmp_path / "site", tmp_path / "cold"

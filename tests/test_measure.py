@@ -33,6 +33,7 @@ def kb(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([KB_SCRIPT, "--root", str(root), *args], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_memory_file_and_kv_shaped_figures_become_records_that_check(measured):
     root, tier, run = measured
     assert run.returncode == 0, run.stderr
@@ -102,6 +103,7 @@ def test_refusals_write_nothing(measured, args, message):
     assert sorted((root / "records").rglob("*.md")) == before
 
 
+@pytest.mark.slow
 def test_figures_link_the_storage_tier_they_measure(measured):
     """--tier names the tier --path is on: the file figures link it, so its page lists them (backlinks)."""
     root, tier, _ = measured
@@ -114,6 +116,7 @@ def test_figures_link_the_storage_tier_they_measure(measured):
     assert wrong.returncode == 2 and "no storage tier 'models/llama-3-1-8b'" in wrong.stderr
 
 
+@pytest.mark.browser
 def test_a_tier_citing_its_measurements_is_priced_with_them_beside_its_nominal_figure(measured, tmp_path):
     """The planner's loop: kb measure names the fields to add; once the tier cites the run, the seed's
     table shows the hit at the measured prefix and scattered reads next to the nominal one, and the
@@ -243,6 +246,7 @@ def test_host_memory_figures_name_a_dram_tier_but_are_not_offered_to_price_it(me
     assert "do not price it: a hit served from host memory crosses the GPU's link" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_directory_whose_name_has_quotes_gives_records_that_check(measured, tmp_path):
     """The path goes into a record's name and conditions: written as YAML strings, not pasted in quotes."""
     root, _, _ = measured

@@ -85,6 +85,7 @@ def _settings(kb):
     return Settings.configured(kb.root)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_every_answer_from_the_memo_is_the_cold_answer_over_random_edits(kb, seed):
     rng = random.Random(seed)

@@ -66,6 +66,7 @@ OLD, NEW = "pcie-5-x16", "pcie-gen5-x16"
 TOKEN = re.compile(rf"(?<![\w-]){re.escape(OLD)}(?![\w-])")
 
 
+@pytest.mark.slow
 def test_a_rename_rewrites_every_reference_and_nothing_else(repo):
     before = texts(repo)
     moved = kb(repo, "mv", f"interconnects/{OLD}", NEW)
@@ -144,6 +145,7 @@ def test_an_ambiguous_link_to_the_record_is_refused(repo):
 # Kills at every step, edits saved meanwhile and planted journals: tests/test_move_journal.py
 
 
+@pytest.mark.slow
 def test_a_move_to_another_type_is_refused_where_a_reference_wants_the_old_type(repo):
     """A type whose fields the record has (a copy of the interconnect schema), but host_link fields ask for
     an interconnect: the move would change what those records mean."""

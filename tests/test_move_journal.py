@@ -78,6 +78,7 @@ def corpora(tmp_path, env):
     return tree(before), tree(after)
 
 
+@pytest.mark.slow
 def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_command(
     tmp_path, env, corpora, monkeypatch, capsys
 ):
@@ -101,6 +102,7 @@ def test_a_kill_at_every_step_leaves_the_old_corpus_or_the_new_after_the_next_co
     assert seen == {"old", "new"}
 
 
+@pytest.mark.slow
 def test_an_edit_saved_at_any_step_is_kept(tmp_path, env, monkeypatch, capsys):
     """Killed at each step, then a record kb rewrites is saved by an editor: the next command finishes or
     undoes the move around it, and the edit is in the file either way."""

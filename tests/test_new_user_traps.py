@@ -30,6 +30,7 @@ def test_a_query_that_no_record_could_answer_is_a_usage_error_with_a_suggestion(
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_an_alias_or_a_name_names_a_record_wherever_an_id_is_accepted():
     """nvidia-h200-sxm lists H200 among its aliases: kb explain h200 finds it, in any case; a misspelt id is
     answered with the ids it is close to."""
@@ -70,6 +71,7 @@ def test_the_costs_table_has_labels_and_one_spelling_of_a_plain_number(tmp_path)
     assert units == {"1"}
 
 
+@pytest.mark.browser
 def test_the_graph_and_the_search_box_work_or_say_why_from_file(kb):
     """Opened from file:// (a double-click on site/_build/index.html), the graph page draws: its data is in
     the page, since such a page may not fetch a file. Search cannot load its index there, and says to run

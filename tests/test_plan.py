@@ -249,6 +249,7 @@ def _numbers(text):
     return [float(part.split()[0].replace(",", "")) for part in text.split(" to ") if part.strip()]
 
 
+@pytest.mark.browser
 def test_the_planner_page_agrees_with_kb_plan(tmp_path):
     """A workload's page is the planner: its calculator runs the same formulas in the browser, ranges
     included. For the published workload and the four above, written as records, every per-tier figure on

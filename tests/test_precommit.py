@@ -61,6 +61,7 @@ def hook_repo(tmp_path_factory):
     return root, env
 
 
+@pytest.mark.slow
 def test_good_records_commit(hook_repo):
     root, env = hook_repo
     (root / "records/sources/src-a.md").write_text(GOOD)

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import subprocess
 
+import pytest
 from conftest import REPO, run_kb
 
 
@@ -57,6 +58,7 @@ def test_export_sqlite_and_json(tmp_path):
     assert abs(seed["values"]["hit_path_bytes"]["value"] - 2.24870) < 1e-4
 
 
+@pytest.mark.slow
 def test_the_real_datasette_serves_the_export_with_its_metadata(tmp_path):
     """`datasette kb.sqlite --metadata kb.metadata.json`, as the export's message says: the type's table is
     titled and described from its schema, a column's description says its unit, a record's page is

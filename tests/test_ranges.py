@@ -242,6 +242,7 @@ def test_ranges_reach_query_and_export(kb):
     assert "engine is Every Rank" in ranges[0][2]
 
 
+@pytest.mark.browser
 def test_the_calculator_takes_the_same_ranges_in_the_browser(kb):
     """The page's calculator evaluates the same formulas over the same combinations: the engine read twice
     gives no range, the band and the choices give kb's ends; ticking one engine off leaves its figure alone."""

@@ -41,3 +41,46 @@ def test_the_seed_prices_every_tier_that_has_a_sourced_bandwidth(tmp_path):
             assert key in rows, f"{key} has a bandwidth but no row in the seed's hit_path_time"
         else:
             assert f"[[{key}]]" in seed["body"], f"{key} has no bandwidth and the seed does not name it"
+
+
+def _browser_tests() -> set[str]:
+    """Every test (file::name) that drives Chromium: it calls site_support's browser() or takes the web fixture."""
+    import ast
+
+    found = set()
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+                continue
+            calls = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            if "browser" in calls or "web" in {a.arg for a in node.args.args}:
+                found.add(f"tests/{path.name}::{node.name}")
+    return found
+
+
+def test_the_quick_subset_readme_gives_leaves_out_the_browser_tests():
+    """README's day-to-day command runs the tests not marked slow; every test that drives a browser is marked
+    browser, which makes it slow, so the quick subset never starts Chromium (CI runs everything)."""
+    import sys
+
+    readme = (REPO / "README.md").read_text()
+    assert "pytest -q -n auto --dist loadfile -m 'not slow'" in readme
+    browser_tests = _browser_tests()
+    assert len(browser_tests) >= 10
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "not slow"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert listed.returncode == 0, listed.stdout[-2000:]
+    quick = {line.split("[")[0] for line in listed.stdout.splitlines() if "::" in line}
+    assert len(quick) > 100 and not quick & browser_tests, sorted(quick & browser_tests)
+    every = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "browser"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    marked = {line.split("[")[0] for line in every.stdout.splitlines() if "::" in line}
+    assert marked == browser_tests, sorted(marked ^ browser_tests)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def test_schema_errors_point_at_their_keys(kb):
     kb.source()
@@ -160,6 +162,7 @@ def _frontmatter_as_yaml(record: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_check_jsonschema_validates_every_record_type_with_only_the_schema_file(tmp_path):
     """A user's own validator, given nothing but --schemafile, resolves every $ref from the files themselves
     (no base URI by hand, any working directory) and accepts the repository's records of every type."""

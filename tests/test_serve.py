@@ -36,6 +36,7 @@ def served(tmp_path):
             server.stop()
 
 
+@pytest.mark.browser
 def test_an_edited_record_changes_the_open_page(served):
     root, server = served
     card = root / "records" / "devices" / "example-card.md"
@@ -68,6 +69,7 @@ def test_an_edited_record_changes_the_open_page(served):
     assert server.stop() == 0
 
 
+@pytest.mark.slow
 def test_serve_listens_on_loopback_only_and_refuses_a_protected_output(tmp_path):
     root = tmp_path / "kb"
     assert subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True).returncode == 0

@@ -81,6 +81,7 @@ def open_page(watch: PageWatch, url: str):
 
 
 # ---------------------------------------------------------------- a record that does not parse, in the browser
+@pytest.mark.browser
 def test_a_record_that_stops_parsing_keeps_its_page_showing_the_error_and_shows_the_record_once_fixed(served):
     root, server = served
     with browser() as chromium:
@@ -123,6 +124,7 @@ def test_a_record_that_stops_parsing_keeps_its_page_showing_the_error_and_shows_
     assert server.stop() == 0
 
 
+@pytest.mark.browser
 def test_a_page_not_built_yet_is_a_404_that_reloads_itself_once_a_build_makes_it(served):
     root, server = served
     with browser() as chromium:

@@ -56,6 +56,7 @@ def pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if "pagefind" not in p.parts)
 
 
+@pytest.mark.slow
 def test_every_internal_link_and_anchor_resolves(site):
     parsed = {p: parse(p) for p in pages(site)}
     broken = []
@@ -95,6 +96,7 @@ def pages_that_run_differently(site: Path) -> list[Path]:
     return chosen
 
 
+@pytest.mark.browser
 def test_pages_load_without_console_errors(site, web):
     url, chromium = web
     context = chromium.new_context()
@@ -114,6 +116,7 @@ def test_pages_load_without_console_errors(site, web):
     assert failures == {}
 
 
+@pytest.mark.browser
 def test_seed_page_shows_chart_and_computed_bytes(web):
     url, chromium = web
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
@@ -152,6 +155,7 @@ def test_the_seed_prices_the_node_read_per_engine(site):
     ), found and found.group(1)
 
 
+@pytest.mark.browser
 def test_search_for_the_seeds_subject_finds_it(web):
     url, chromium = web
     context = chromium.new_context()
@@ -187,6 +191,7 @@ def explain_value(target: str) -> str:
     return proc.stdout
 
 
+@pytest.mark.browser
 def test_calculator_matches_kb_explain_and_reacts(site, web):
     url, chromium = web
     context = chromium.new_context()
@@ -215,6 +220,7 @@ def test_calculator_matches_kb_explain_and_reacts(site, web):
     context.close()
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_screenshots(web, scheme):
     """Saved for people to look at (test-artifacts/); the test checks the pages render at all."""
@@ -238,6 +244,7 @@ def test_screenshots(web, scheme):
     context.close()
 
 
+@pytest.mark.browser
 def test_type_index_sorts_and_filters(web):
     url, chromium = web
     context = chromium.new_context()
@@ -256,6 +263,7 @@ def test_type_index_sorts_and_filters(web):
     context.close()
 
 
+@pytest.mark.browser
 def test_site_reads_without_javascript(site, web):
     url, chromium = web
     context = chromium.new_context(java_script_enabled=False)

@@ -110,6 +110,7 @@ def test_csp_is_restrictive(hostile_site):
     assert "unsafe-inline" not in text
 
 
+@pytest.mark.browser
 def test_nothing_runs_in_the_browser(hostile_site):
     with serve(hostile_site) as url, browser() as chromium:
         context = chromium.new_context()

@@ -102,6 +102,7 @@ def _strip_dirs(values):
     return json.loads(text)
 
 
+@pytest.mark.slow
 def test_the_renamed_repository_checks_and_computes_the_same(renamed, tmp_path):
     result = kb(renamed, "check", "--no-cache", "--strict", "--format", "json")
     assert result.returncode == 0, result.stdout[-2000:]
@@ -109,6 +110,7 @@ def test_the_renamed_repository_checks_and_computes_the_same(renamed, tmp_path):
     assert _strip_dirs(_values(renamed, tmp_path / "r.json")) == _values(REPO, tmp_path / "o.json")
 
 
+@pytest.mark.slow
 def test_roles_still_drive_their_checks_in_the_renamed_repository(renamed):
     sources = renamed / "records" / RENAMED_DIRS["sources"]
     (sources / "uncited-doc.md").write_text(
@@ -136,6 +138,7 @@ def test_new_and_query_work_by_the_new_names(renamed):
     assert len(rows) == len(list((REPO / "records" / "accelerators").glob("*.md")))
 
 
+@pytest.mark.slow
 def test_the_site_keeps_its_charts_calculator_and_home_page(renamed):
     result = kb(renamed, "build", "--no-search")
     assert result.returncode == 0, result.stderr
@@ -197,6 +200,7 @@ def _compared_with_a_type(path: Path):
             yield from ((node.lineno, a.value) for a in node.args if isinstance(a, ast.Constant) and a.value in TYPES)
 
 
+@pytest.mark.slow
 def test_no_type_name_directory_or_record_id_is_written_in_kbtools():
     fields = set()
     for path in (REPO / "schema").glob("*.schema.json"):
