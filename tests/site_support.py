@@ -6,11 +6,17 @@ import functools
 import http.server
 import os
 import socketserver
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import KB_SCRIPT, REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from serve import Served  # noqa: E402  (the benchmark's driver of kb serve)
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("KB_TEST_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
@@ -87,3 +93,31 @@ class PageWatch:
             "response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None
         )
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+
+def new_kb(tmp_path: Path) -> Path:
+    """A knowledge base as `kb init` makes one (the minimal starter), at tmp_path/kb."""
+    root = tmp_path / "kb"
+    made = subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    return root
+
+
+class Server(Served):
+    """`kb serve --port 0 [more]` as a user starts it, in the knowledge base's directory."""
+
+    def __init__(self, root: Path, *more: str):
+        super().__init__([KB_SCRIPT, "serve", "--port", "0", *more], cwd=root, patience=180)
+        self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
+
+
+def serving(tmp_path: Path):
+    """(root, Server): kb serve running in a fresh `kb init` knowledge base, stopped after the test. A test
+    module's `served` fixture yields from it."""
+    root = new_kb(tmp_path)
+    server = Server(root)
+    try:
+        yield root, server
+    finally:
+        if server.proc.poll() is None:
+            server.stop()

@@ -4,36 +4,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
-from site_support import PageWatch, browser
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from serve import Served  # noqa: E402  (the benchmark's driver of kb serve)
-
-
-class Server(Served):
-    """`kb serve --port 0` as a user starts it, in the knowledge base's directory."""
-
-    def __init__(self, root: Path):
-        super().__init__([KB_SCRIPT, "serve", "--port", "0"], cwd=root, patience=180)
-        self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
+from conftest import KB_SCRIPT
+from site_support import PageWatch, Server, browser, serving
 
 
 @pytest.fixture
 def served(tmp_path):
-    root = tmp_path / "kb"
-    made = subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    server = Server(root)
-    try:
-        yield root, server
-    finally:
-        if server.proc.poll() is None:
-            server.stop()
+    yield from serving(tmp_path)
 
 
 @pytest.mark.browser

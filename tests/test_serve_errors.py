@@ -20,28 +20,22 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO, run_kb
-from site_support import PageWatch, browser
+from conftest import KB_SCRIPT, run_kb
+from site_support import PageWatch, Served, browser, new_kb, serving
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-from serve import Served  # noqa: E402  (the benchmark's driver of kb serve)
+
+@pytest.fixture
+def served(tmp_path):
+    yield from serving(tmp_path)
+
 
 DATASHEET = "records/sources/example-datasheet.md"
 DATASHEET_NAME = "name: Example Corp card datasheet (an example)"
 BROKEN_NAME = 'name: "Example Corp card datasheet (an example)'  # a quote never closed: KB104
 CAUSE_SAYS = "(and 3 errors that follow from it: references to sources/example-datasheet, which did not parse)"
-
-
-def new_kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    made = subprocess.run([KB_SCRIPT, "init", str(root)], capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    return root
 
 
 def break_datasheet(root: Path) -> str:
@@ -51,25 +45,6 @@ def break_datasheet(root: Path) -> str:
     assert DATASHEET_NAME in text
     path.write_text(text.replace(DATASHEET_NAME, BROKEN_NAME))
     return text
-
-
-class Server(Served):
-    """`kb serve --port 0 [more]` as a user starts it, in the knowledge base's directory."""
-
-    def __init__(self, root: Path, *more: str):
-        super().__init__([KB_SCRIPT, "serve", "--port", "0", *more], cwd=root, patience=180)
-        self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
-
-
-@pytest.fixture
-def served(tmp_path):
-    root = new_kb(tmp_path)
-    server = Server(root)
-    try:
-        yield root, server
-    finally:
-        if server.proc.poll() is None:
-            server.stop()
 
 
 def open_page(watch: PageWatch, url: str):
