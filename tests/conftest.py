@@ -36,14 +36,6 @@ def pytest_sessionstart(session) -> None:
     compileall.compile_dir(REPO / "kbtools", quiet=1)
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto`: a worker per core and one more. A test spends part of its time waiting (on the kb
-    processes it starts, Chromium, git, pre-commit's install), so two workers on two cores left a tenth of
-    the machine idle: the whole suite took 354 s with two workers and 307 s with three."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + 1
-
-
 def pytest_collection_modifyitems(items) -> None:
     """A test that drives Chromium is slow too: `pytest -m "not slow"`, the quick subset, leaves out both."""
     for item in items:

@@ -207,41 +207,26 @@ def test_gpu_alone_without_a_device_says_why_and_writes_nothing(measured):
 
 
 def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_path):
-    """Ctrl-C while kb writes its test file: exit 130, the file removed, no record written. kb is frozen
-    (SIGSTOP) as soon as its file appears, and Ctrl-C is sent only if the file is then still short of its
-    size; a machine fast (or a scheduler slow) enough to have written it all by then is tried again, so the
-    signal always lands in the write, whatever the timing."""
     root, _, _ = measured
     tier = tmp_path / "tier"
     tier.mkdir()
     before = sorted((root / "records").rglob("*.md"))
-    size = 1 << 30
-    for _attempt in range(10):
-        run = subprocess.Popen(
-            [KB_SCRIPT, "--root", str(root), "measure", "file", "--path", str(tier), "--max-bytes", "1 GiB"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            while not list(tier.iterdir()) and run.poll() is None:  # until kb has started writing its file
-                time.sleep(0.01)
-            run.send_signal(signal.SIGSTOP)
-            files = list(tier.iterdir())
-            in_the_write = run.poll() is None and len(files) == 1 and files[0].stat().st_size < size
-            if in_the_write:
-                run.send_signal(signal.SIGINT)
-            run.send_signal(signal.SIGCONT)
-            _, err = run.communicate(timeout=120)
-        finally:
-            run.kill()
-        if in_the_write:
-            break
-        for made in sorted((root / "records").rglob("*.md")):  # a run that finished wrote its records
-            if made not in before:
-                made.unlink()
-    else:
-        pytest.fail("kb wrote its whole file before it could be stopped, ten times")
+    run = subprocess.Popen(
+        [KB_SCRIPT, "--root", str(root), "measure", "file", "--path", str(tier), "--max-bytes", "1 GiB"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):  # until kb has started writing its file (at most a minute)
+            if list(tier.iterdir()):
+                break
+            time.sleep(0.1)
+        assert list(tier.iterdir()), "kb never started writing"
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
     assert run.returncode == 130, err
     assert "writing a 1024 MiB file to read back" in err
     assert list(tier.iterdir()) == []
