@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -216,6 +217,7 @@ def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_pa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, which gets the Ctrl-C, as a terminal's foreground group does
     )
     try:
         for _ in range(600):  # until kb has started writing its file (at most a minute)
@@ -223,7 +225,7 @@ def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_pa
                 break
             time.sleep(0.1)
         assert list(tier.iterdir()), "kb never started writing"
-        run.send_signal(signal.SIGINT)
+        os.killpg(run.pid, signal.SIGINT)
         _, err = run.communicate(timeout=120)
     finally:
         run.kill()
