@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import sqlite3
 import stat
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from kbtools import __version__
 from kbtools.atomic import write_synced
 from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
-from kbtools.outputs.publish import check_output, new_staging, remove_debris, swap_in
+from kbtools.outputs.publish import check_output, replaced_whole
 from kbtools.outputs.report import counted
 from kbtools.outputs.targets import OutputError, build_lock, inside, protected_paths
 
@@ -472,18 +471,11 @@ def write_frontmatter(corpus: Corpus, out: Path) -> int:
     the previous export or this one. Returns how many records were written."""
     resolved = out.resolve()
     resolved.parent.mkdir(parents=True, exist_ok=True)
-    with build_lock(resolved):
-        check_output(out, corpus.settings, "--frontmatter")  # under the lock: another kb may have written there
-        remove_debris(resolved)
-        staging = new_staging(resolved)
-        try:
-            for record in corpus.records.values():
-                target = staging / record.dir / f"{record.stem}.yaml"
-                target.parent.mkdir(exist_ok=True)
-                head = f"# {record.path}: its frontmatter as kb checked it ({FRONTMATTER_WRITER} {__version__})\n"
-                text = yaml.safe_dump(dict(record.data), sort_keys=False, allow_unicode=True, width=1_000_000)
-                target.write_text(head + text, encoding="utf-8")
-            swap_in(staging, resolved, FRONTMATTER_WRITER)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    with build_lock(resolved), replaced_whole(out, corpus.settings, "--frontmatter", FRONTMATTER_WRITER) as staging:
+        for record in corpus.records.values():
+            target = staging / record.dir / f"{record.stem}.yaml"
+            target.parent.mkdir(exist_ok=True)
+            head = f"# {record.path}: its frontmatter as kb checked it ({FRONTMATTER_WRITER} {__version__})\n"
+            text = yaml.safe_dump(dict(record.data), sort_keys=False, allow_unicode=True, width=1_000_000)
+            target.write_text(head + text, encoding="utf-8")
     return len(corpus.records)

@@ -18,6 +18,8 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kbtools.corpus import Settings
@@ -152,6 +154,22 @@ def remove_own_staging() -> None:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
     _MADE_HERE.clear()
+
+
+@contextmanager
+def replaced_whole(out: Path, settings: Settings, option: str = "--out", by: str = "kb build") -> Iterator[Path]:
+    """A staging directory beside `out` to write into, swapped in for `out` when the block ends and removed
+    either way: kb build's site, kb export's --frontmatter directory. The caller holds build_lock; `out` is
+    checked again under it (another kb may have written there while this one waited)."""
+    check_output(out, settings, option)
+    resolved = out.resolve()
+    remove_debris(resolved)
+    staging = new_staging(resolved)
+    try:
+        yield staging
+        swap_in(staging, resolved, by)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def swap_in(staging: Path, out: Path, by: str = "kb build") -> None:

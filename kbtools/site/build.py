@@ -19,12 +19,10 @@ from pathlib import Path
 from kbtools.corpus import Corpus
 from kbtools.outputs.publish import (
     SEARCH_DIR,
-    check_output,
     link_or_copy,
     new_staging,
     read_manifest,
-    remove_debris,
-    swap_in,
+    replaced_whole,
 )
 from kbtools.outputs.targets import build_lock
 from kbtools.progress import waiting
@@ -141,10 +139,7 @@ def build_site(
             patched = _patch(corpus, resolved, first)
             if patched is not None:
                 return patched, None
-        check_output(out, corpus.settings)  # under the lock: another build may have changed `out` while this one waited
-        remove_debris(resolved)
-        staging = new_staging(resolved)
-        try:
+        with replaced_whole(out, corpus.settings) as staging:
             builder = SiteBuilder(corpus, staging, previous=resolved if resolved.is_dir() else None)
             count = builder.build()
             warnings = list(builder.theme.problems)
@@ -152,9 +147,6 @@ def build_site(
                 warnings.append(run_pagefind(staging) or "")
             elif keep_search and (resolved / SEARCH_DIR).is_dir():
                 shutil.copytree(resolved / SEARCH_DIR, staging / SEARCH_DIR, copy_function=link_or_copy)
-            swap_in(staging, resolved)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     return count, "; ".join(w for w in warnings if w) or None
 
 
