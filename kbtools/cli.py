@@ -233,6 +233,26 @@ def _parser() -> argparse.ArgumentParser:
         "target", metavar="DIR/ID[.FIELD]", help="a record (all its values) or one field or cost of it"
     )
     explain.set_defaults(handler=run_explain)
+
+    cache = sub.add_parser(
+        "cache",
+        parents=[common],
+        help="show kb's own state for each knowledge base (cache, memo, move journal), or prune it",
+        description="kb keeps its state for each knowledge base in the user's cache directory "
+        "($XDG_CACHE_HOME/kb/repos when $XDG_CACHE_HOME is absolute, else ~/.cache/kb/repos), never in a repository "
+        "or a git work tree. `kb cache` lists each state directory: the repository it belongs to, its size, when it "
+        "was last used, and whether the repository is gone; when kb keeps no state, it says why. `kb cache prune` "
+        "removes the state of the repositories that are gone. kb also does that by itself, a few directories at a "
+        "time, at most once a day.",
+    )
+    cache.add_argument("action", nargs="?", choices=["show", "prune"], default="show", help="(default: show)")
+    cache.add_argument(
+        "--all",
+        action="store_true",
+        help="with prune: remove the state of every repository, not only the gone ones (the next kb check in each "
+        "is a cold one); a state holding an unfinished kb mv is kept until kb check in its repository finishes it",
+    )
+    cache.set_defaults(handler=run_cache, needs_repository=False)
     return parser
 
 
@@ -604,7 +624,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def handle() -> int:
         _finish_moves(settings)
-        return args.handler(args, settings)
+        code = args.handler(args, settings)
+        from kbtools.state import sweep
+
+        sweep(settings.root)  # the state of repositories that are gone: now and then, a few at a time
+        return code
 
     return _guarded(handle)
 
@@ -612,20 +636,89 @@ def main(argv: list[str] | None = None) -> int:
 def _finish_moves(settings: Settings) -> None:
     """A kb mv killed part way is finished, or undone, before anything reads the records (under the
     writers' lock, so never beside a kb mv still at work). Its journal is kb's own state, outside the
-    repository: a file a commit carries is never replayed."""
+    repository: a file a commit carries is never replayed. A journal kb cannot read or will not act on
+    is reported here, once, and set aside; kb mv asks the same question (journal.unfinished) before it begins."""
     from kbtools.atomic import writers_lock
-    from kbtools.authoring.journal import journal_path, recover
-    from kbtools.state import StateUnavailable
+    from kbtools.authoring.journal import recover, unfinished
 
-    try:
-        pending = journal_path(settings.root).is_file()
-    except StateUnavailable:
-        return
-    if pending:
+    if unfinished(settings.root) is not None:
         with writers_lock(settings.records_path):
             _, message = recover(settings.root, settings.records_dir)
             if message:
                 _say("", message)
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    """kb cache [show|prune] [--all]: every state directory of this user's kb, and removing them."""
+    import time
+
+    from kbtools import state
+    from kbtools.diagnostics import one_line
+
+    if args.all and args.action != "prune":
+        _say("cache", "--all goes with prune: kb cache prune --all")
+        return EXIT_USAGE
+    root = args.root.resolve() if args.root else Settings.discover().root
+    here = root if (root / "schema").is_dir() or args.root else None  # a knowledge base: its own line is marked
+    stateless = "kb works without a cache, a memo or a move journal (each check is a cold one)"
+    try:
+        base = state.state_base(here)
+    except state.StateUnavailable as exc:
+        print(f"{one_line(str(exc))}; {stateless}")
+        return EXIT_OK
+    for note in state.notes(here):  # a setting kb did not follow: the user may think it did
+        print(f"note: {one_line(note)}")
+    try:
+        if here is not None:
+            state.state_dir(here, create=False)
+    except state.StateUnavailable as exc:
+        print(f"note: for this repository {one_line(str(exc))}: {stateless}")
+    try:
+        held = state.held(here)
+    except state.StateUnavailable as exc:
+        print(f"{one_line(str(exc))}; {stateless}")
+        return EXIT_OK
+    mine = state.key(here) if here is not None else None
+
+    def shown(item: state.Held) -> str:
+        if item.repository is None:
+            days = (time.time() - item.last_used_s) / 86400
+            return f"unknown (made by an older kb; unused for {days:.0f} days)"
+        return one_line(item.repository) + (" (this repository)" if item.path.name == mine else "")
+
+    if args.action == "prune":
+        removed, freed = 0, 0
+        for item in held:
+            if not (item.gone or args.all):
+                continue
+            if item.journal and not item.gone:
+                print(f"kept {item.path.name}: {shown(item)} holds an unfinished kb mv; kb check there finishes it")
+            elif state.remove(item.path):
+                removed, freed = removed + 1, freed + item.size
+                print(f"removed {item.path.name}: {shown(item)}{' (gone)' if item.gone else ''}, {_size(item.size)}")
+        print(f"removed the state of {_repositories(removed)} ({_size(freed)}) from {one_line(str(base / 'repos'))}")
+        return EXIT_OK
+    total = sum(item.size for item in held)
+    print(f"kb keeps its state in {one_line(str(base / 'repos'))}: {_repositories(len(held))}, {_size(total)}")
+    for item in held:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(item.last_used_s))
+        flags = (" gone" if item.gone else "") + (" (an unfinished kb mv)" if item.journal else "")
+        print(f"{item.path.name}  {_size(item.size):>9}  last used {used}  {shown(item)}{flags}")
+    gone = [item for item in held if item.gone]
+    if gone:
+        print(
+            f"{_repositories(len(gone))} gone ({_size(sum(item.size for item in gone))}): "
+            "kb cache prune removes that state"
+        )
+    return EXIT_OK
+
+
+def _repositories(count: int) -> str:
+    return f"{count} {'repository' if count == 1 else 'repositories'}"
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 1e6 else f"{count / 1e3:.0f} kB"
 
 
 def _say(command: str, message: object) -> None:

@@ -8,8 +8,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +33,20 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # by hand judges the real one.
 os.environ.setdefault("KB_TODAY", "2026-12-03")
 
+# kb keeps a state directory per repository in the user's cache directory: the suite's hundreds of temporary
+# repositories would leave one each in ~/.cache/kb. The suite (each worker) has its own, absolute and outside
+# every git work tree, removed at the end; kb processes the tests start inherit it, and a test that sets its
+# own XDG_CACHE_HOME still has its own.
+SUITE_STATE = tempfile.mkdtemp(prefix="kb-suite-state-")
+os.environ["XDG_CACHE_HOME"] = SUITE_STATE
+
 
 def pytest_sessionstart(session) -> None:
     compileall.compile_dir(REPO / "kbtools", quiet=1)
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(SUITE_STATE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items) -> None:
@@ -41,6 +54,20 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if item.get_closest_marker("browser") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+def signals_at_default(*signums: int):
+    """A preexec_fn: the child starts with `signums` at their default action and unblocked, as a shell starts
+    a foreground job, whatever this test process inherited. A suite started with `&` in a shell without job
+    control runs with SIGINT ignored, and under `nohup` with SIGHUP ignored; a kb started from it would keep
+    them ignored (the nohup convention kb honours), and a test's signal would be dropped as it is sent."""
+
+    def reset() -> None:
+        for signum in signums:
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signums)
+
+    return reset
 
 
 # the console script installed next to the interpreter running the tests

@@ -202,7 +202,7 @@ def test_a_journal_committed_in_the_repository_is_never_replayed(tmp_path, env, 
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
 
 
-def test_a_journal_in_kbs_own_place_naming_paths_outside_the_records_is_refused(tmp_path, env):
+def test_a_journal_in_kbs_own_place_naming_paths_outside_the_records_is_refused(tmp_path, env, monkeypatch):
     from kbtools.authoring.journal import journal_path
 
     outside = tmp_path / "outside"
@@ -213,11 +213,9 @@ def test_a_journal_in_kbs_own_place_naming_paths_outside_the_records_is_refused(
     rec = (root / "records" / "engines" / "eng-b.md").read_bytes()
     from kbtools.check.cache import digest
 
-    os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"]
-    try:
+    with monkeypatch.context() as patched:  # the suite's own cache directory is back afterwards
+        patched.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])
         path = journal_path(root)
-    finally:
-        del os.environ["XDG_CACHE_HOME"]
     path.parent.mkdir(parents=True, mode=0o700)
     for target in (".git/hooks/pre-commit", "records/../.git/hooks/pre-commit", str(outside / "victim.txt")):
         entry = {

@@ -394,7 +394,7 @@ def test_the_cache_leaves_no_temporaries(kb, tmp_path):
     for _ in range(3):
         kb_cli(kb.root, "check", env=env)
     store = _store(kb.root, tmp_path / "state").parent
-    assert {p.name for p in store.iterdir()} <= {"check.sqlite", "check-runs.sqlite"}
+    assert {p.name for p in store.iterdir()} <= {"check.sqlite", "check-runs.sqlite", "repository"}
     assert not (kb.root / ".kb-cache").exists()  # nothing of kb's state in the repository
 
 

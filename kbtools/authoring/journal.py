@@ -7,6 +7,12 @@ must lie in the records directory and name a record file (or one of kb's marked 
 kb renames a temporary only while it holds exactly the bytes kb staged and its target holds exactly the
 bytes kb read. Anything else is a conflict, and a conflict undoes the rewrite.
 
+One function says whether a kb mv is unfinished (`unfinished`): anything at the journal's place. kb check,
+every other command and kb mv itself ask it, and recover() either acts on the journal or, when it cannot
+read it (not JSON, too large, nested past reason, a FIFO, a directory, a link) or will not act on it (a
+path outside the records), reports it once, sets it aside unopened and changes nothing: then kb mv can
+go on. A kb killed while writing the journal leaves a marked temporary beside it; recover() removes those.
+
     staging    the journal lists the temporaries before they exist; killed here, the next kb removes
                them (those that carry kb's mark and are regular files) and the records are as they were
     committed  every temporary is written and synced and every target re-read unchanged; from here the
@@ -24,18 +30,23 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kbtools.atomic import ChangedMeanwhile, replace_file, take_mode, write_synced
+from kbtools.atomic import TEMP_MARK, ChangedMeanwhile, replace_file, take_mode, write_synced
 from kbtools.check.cache import digest
 from kbtools.ids import is_id
-from kbtools.state import StateUnavailable, state_dir
+from kbtools.state import JOURNAL, StateUnavailable, read_private, state_dir
 
 FORMAT = 1
-NAME = "move-journal.json"
+NAME = JOURNAL
+SET_ASIDE = JOURNAL + ".set-aside"  # a journal kb would not act on, moved out of the way unopened
+# a kb mv whose journal (the old text of every file it rewrites) would be larger is refused before it begins
+MAX_JOURNAL_BYTES = 128 * 1024 * 1024
+_JOURNAL_TEMPORARY = re.compile(r"^\." + re.escape(JOURNAL + TEMP_MARK) + r"[a-z0-9_]{8}$")  # atomic.staged's
 TEMPORARY = re.compile(r"^\.(?P<target>.+\.md)\.[0-9a-f]{8}$")  # .<target name>.<8 hex>: kb's mark
 NOT_A_FILE = "not-a-regular-file"
 
@@ -56,6 +67,21 @@ def _step() -> None:
 
 def journal_path(root: Path) -> Path:
     return state_dir(root, create=False) / NAME
+
+
+def unfinished(root: Path) -> Path | None:
+    """The journal of a kb mv that did not finish: whatever is at its place (a file, a link, a FIFO, a
+    directory), since recover() either acts on it or sets it aside. None when nothing is, or kb keeps no state."""
+    try:
+        path = journal_path(root)
+        os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except StateUnavailable:
+        return None
+    except OSError:
+        pass  # there, but not to be looked at: recover() says so
+    return path
 
 
 def _held(path: Path) -> str | None:
@@ -119,8 +145,11 @@ class Rewrite:
     def commit(self) -> None:
         """Stage, re-check, commit, apply. Raises Conflict (nothing changed) or OSError (nothing changed)."""
         journal = state_dir(self.root) / NAME
-        if journal.exists():
-            raise Conflict("an earlier kb mv is still unfinished; run kb check to finish or undo it first")
+        if unfinished(self.root) is not None:  # recover() ran just before, under the same lock, and left it
+            raise Conflict(
+                f"an earlier kb mv's journal is still at {journal}: kb could neither finish nor set it aside; "
+                "remove it, then run kb mv again"
+            )
         _write_journal(journal, self._body("staging"))
         _step()
         try:
@@ -154,7 +183,13 @@ def _create(path: Path, text: str, like: os.stat_result | None) -> None:
 
 
 def _write_journal(journal: Path, body: dict[str, Any]) -> None:
-    replace_file(journal, json.dumps(body))
+    text = json.dumps(body)
+    if len(text) > MAX_JOURNAL_BYTES:  # recover() would not read it back: so nothing is begun
+        raise Conflict(
+            f"kb mv would rewrite {len(text) / 1048576:.0f} MiB of records, more than kb journals "
+            f"({MAX_JOURNAL_BYTES / 1048576:.0f} MiB); nothing was changed"
+        )
+    replace_file(journal, text)
     _sync_directory(journal.parent)
 
 
@@ -302,22 +337,60 @@ def _undo(root: Path, entries: list[Entry]) -> list[str]:
 def recover(root: Path, records_dir: str) -> tuple[bool, str | None]:
     """Finish or undo a kb mv that was killed (call under the writers' lock). (acted, message)."""
     try:
-        journal = journal_path(root)
-        if not journal.is_file():
-            return False, None
+        _remove_temporaries(state_dir(root, create=False))
     except StateUnavailable:
         return False, None
+    journal = unfinished(root)
+    if journal is None:
+        return False, None
+    body: Any = None
     try:
-        body = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        body = exc
-    problem = _valid(root, records_dir, body)
+        body = json.loads(read_private(journal, MAX_JOURNAL_BYTES).decode("utf-8"))
+        problem = _valid(root, records_dir, body)
+    except FileNotFoundError:
+        return False, None  # finished by another kb meanwhile
+    except OSError as exc:  # a link, a FIFO, a directory, another user's file, too large: never opened or read
+        problem = str(exc)
+    except UnicodeDecodeError:
+        problem = "it is not UTF-8"
+    except ValueError as exc:
+        problem = f"it is not JSON: {exc}"
+    except RecursionError:
+        problem = "it nests deeper than any journal kb writes"
     if problem:
-        journal.unlink(missing_ok=True)
-        return True, f"kb ignored an unfinished kb mv's journal ({problem}) and changed nothing"
+        return True, f"ignored an unfinished kb mv's journal ({problem}) and changed nothing; {_set_aside(journal)}"
     assert isinstance(body, dict)
     if body["state"] == "staging":
         _discard(root, body, journal)
         return True, f"kb mv ({body['what']}) was interrupted before it changed anything; its temporaries are removed"
     message = _finish(root, body, journal)
     return True, message or f"finished a kb mv that was interrupted ({body['what']})"
+
+
+def _set_aside(journal: Path) -> str:
+    """Move a journal kb will not act on out of the way, without opening it (a FIFO never blocks); one set
+    aside earlier is replaced. Says where it went, or why it is still there."""
+    aside = journal.with_name(SET_ASIDE)
+    try:
+        if os.path.lexists(aside):
+            if stat.S_ISDIR(os.lstat(aside).st_mode):
+                shutil.rmtree(aside)
+            else:
+                aside.unlink()
+        os.rename(journal, aside)
+        _sync_directory(journal.parent)
+    except OSError as exc:
+        return f"kb cannot set it aside ({exc.strerror or exc}): remove {journal}, then run kb mv again"
+    return f"it is set aside as {aside}"
+
+
+def _remove_temporaries(directory: Path) -> None:
+    """The journal's temporaries a kb killed while writing it left (regular files with atomic.staged's mark;
+    under the writers' lock no live kb mv is writing one)."""
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if _JOURNAL_TEMPORARY.match(entry.name) and entry.is_file(follow_symlinks=False):
+                    Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        pass  # no state directory yet, or not one kb can list: nothing of kb's to remove

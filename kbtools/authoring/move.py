@@ -26,6 +26,7 @@ from kbtools.corpus import Corpus, Record, Settings
 from kbtools.files import read_regular_file, walk
 from kbtools.ids import id_problem
 from kbtools.lang.markdown import scan_body
+from kbtools.state import StateUnavailable
 
 
 @dataclass
@@ -251,6 +252,11 @@ def apply_move(settings: Settings, corpus: Corpus, move: Move) -> list[tuple[str
         rewrite.delete(move.source.path, source)
         try:
             rewrite.commit()
+        except StateUnavailable as exc:  # the journal is what makes a move all or nothing: none, no move
+            raise AuthoringError(
+                f"kb mv needs its journal in kb's state directory, but {exc}; nothing was changed (kb cache says "
+                "where kb keeps its state)"
+            ) from exc
         except OSError as exc:
             where = exc.filename or settings.records_dir
             raise AuthoringError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed") from exc

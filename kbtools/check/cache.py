@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import stat as stat_module
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -43,9 +42,15 @@ from typing import Any, TypeVar
 from kbtools import __version__
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
-from kbtools.state import StateUnavailable, state_dir
+from kbtools.state import (
+    CACHE,
+    StateUnavailable,
+    discard_database,
+    disk_full,
+    private_database,
+    state_dir,
+)
 
-CACHE_FILE = "check.sqlite"
 FORMAT = 7  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py); 7: due dates
 RACY_NS = 2_000_000_000
 INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.scope)
@@ -437,7 +442,7 @@ class Table:
 class Cache:
     def __init__(self, root: Path, schema_dir: Path, enabled: bool = True, settings: Any = None):
         try:
-            self.path = state_dir(root, create=enabled) / CACHE_FILE
+            self.path = state_dir(root, create=enabled) / CACHE
         except StateUnavailable:
             self.path, enabled = Path(os.devnull), False  # no safe place: every run is a full run
         self.enabled = enabled
@@ -477,14 +482,13 @@ class Cache:
 
     # ------------------------------------------------------------ reading
     def _usable_file(self) -> bool:
-        """A regular file of this user's (never a FIFO, a device, a directory or a link), or nothing yet."""
+        """The store and the files SQLite keeps beside it are regular files of this user's (never a FIFO, a
+        device, a directory or a link), or nothing yet."""
         try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return True
+            private_database(self.path)
         except OSError:
             return False
-        return stat_module.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+        return True
 
     def _read(self) -> None:
         if not self._usable_file():
@@ -693,16 +697,21 @@ class Cache:
                 return
             try:
                 self._write()
-            except (
-                sqlite3.DatabaseError
-            ):  # not a database at all (a stray or planted file): kb's own cache, so start it anew
+            except sqlite3.DatabaseError as exc:
+                if disk_full(exc):
+                    raise
+                # not a database at all (a stray or planted file): kb's own cache, so start it anew
                 self.path.unlink(missing_ok=True)
                 for table in (self.files, self.compute):
                     table.dirty.update(table.live)
                     table.rewrite_all = True
                 self._write()
-        except (sqlite3.Error, OSError, TypeError, ValueError):
-            pass  # a cache that cannot be written only costs time
+        except (sqlite3.Error, OSError, TypeError, ValueError) as exc:
+            if disk_full(exc):
+                # a full disk: the store and its -wal and -shm would keep the last free space (5.6 MB of WAL
+                # at 480 records); the next run with room starts the cache anew
+                discard_database(self.path)
+            # a cache that cannot be written only costs time
 
     def close(self) -> None:
         """End the run's read transaction (kb check calls it once its stale-figure pass is done)."""
@@ -712,7 +721,7 @@ class Cache:
             self._reader.close()
             self._reader = None
             # a read-only connection closing last leaves the WAL files; a writer's close folds them in
-            if self.path.exists():
+            if self._usable_file() and self.path.exists():
                 try:
                     writer = sqlite3.connect(self.path, timeout=1)
                     try:

@@ -7,7 +7,8 @@ diagnostics are the answer, and no record is read, parsed, validated or recomput
 neither YAML, nor the JSON Schema validator, nor pint, nor markdown-it.
 
 The memo lives in kb's state directory (kbtools.state), outside the repository, so nothing a commit
-carries is ever read as a result. A fingerprint is taken before the run reads anything, so a file saved
+carries is ever read as a result, and it is opened only when it (and any file SQLite keeps beside it) is the
+user's regular file or nothing: a link there is neither read, nor written, nor created through. A fingerprint is taken before the run reads anything, so a file saved
 during a run changes the next fingerprint. A file modified within two seconds of the fingerprint is not
 trusted by its stat (git's racy-clean rule): such a run keeps no memo. Each row carries a digest of its
 body, so a corrupt or truncated store costs a full check, never a wrong answer.
@@ -33,9 +34,7 @@ from kbtools.check.freshness import as_stored, reported
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.files import walk
-from kbtools.state import StateUnavailable, state_dir
-
-NAME = "check-runs.sqlite"
+from kbtools.state import MEMO, StateUnavailable, discard_database, disk_full, private_database, state_dir
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def fingerprint(settings: Settings) -> Fingerprint:
 
 
 def _store(settings: Settings, create: bool) -> Path:
-    return state_dir(settings.root, create=create) / NAME
+    return state_dir(settings.root, create=create) / MEMO
 
 
 def _body_digest(body: str) -> str:
@@ -88,7 +87,7 @@ def recall(settings: Settings, seen: Fingerprint) -> tuple[list[Diagnostic], int
     them today, in the order `kb check` prints them."""
     try:
         path = _store(settings, create=False)
-        if not path.is_file():
+        if not private_database(path):
             return None
         connection = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, timeout=5)
         try:
@@ -113,8 +112,10 @@ def keep(
         return  # something changed within the stat's granularity of the fingerprint: its stat proves nothing
     whole = as_stored(diagnostics, dated)
     body = json.dumps({"records": records, "diagnostics": [d.as_json() for d in whole]})
+    path = None
     try:
         path = _store(settings, create=True)
+        private_database(path)  # SQLite would write through a link, or create the file a dangling one names
         connection = sqlite3.connect(path, timeout=30, isolation_level=None)
         try:
             # a rollback journal, not WAL: recall reads read-only, and a read-only connection to a WAL database
@@ -128,5 +129,7 @@ def keep(
             connection.execute("COMMIT")
         finally:
             connection.close()
-    except (StateUnavailable, sqlite3.Error, OSError):
-        pass  # a memo that cannot be written only costs time
+    except (StateUnavailable, sqlite3.Error, OSError) as exc:
+        if path is not None and disk_full(exc):
+            discard_database(path)  # not a store that holds the last free space
+        # a memo that cannot be written only costs time
