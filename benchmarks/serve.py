@@ -25,9 +25,17 @@ class Served:
     """A running `kb serve` (the command given, on port 0), with what it prints collected as it prints it.
     The benchmark and tests/test_serve.py both drive it."""
 
-    def __init__(self, command: list[str], cwd: Path | None = None, patience: float = 900):
+    def __init__(
+        self,
+        command: list[str],
+        cwd: Path | None = None,
+        patience: float = 900,
+        preexec_fn: Callable[[], None] | None = None,
+    ):
         self.patience = patience  # seconds wait_for waits by default
-        self.proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(  # preexec_fn: the tests start it with the signals they send at their default
+            command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=preexec_fn
+        )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 

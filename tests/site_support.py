@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import signal
 import socketserver
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, signals_at_default
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from serve import Served  # noqa: E402  (the benchmark's driver of kb serve)
@@ -107,7 +108,8 @@ class Server(Served):
     """`kb serve --port 0 [more]` as a user starts it, in the knowledge base's directory."""
 
     def __init__(self, root: Path, *more: str):
-        super().__init__([KB_SCRIPT, "serve", "--port", "0", *more], cwd=root, patience=180)
+        command = [KB_SCRIPT, "serve", "--port", "0", *more]
+        super().__init__(command, cwd=root, patience=180, preexec_fn=signals_at_default(signal.SIGINT))  # for stop()
         self.url = self.wait_for(r"at (http://127\.0\.0\.1:\d+/)").group(1)
 
 

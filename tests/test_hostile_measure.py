@@ -3,19 +3,23 @@ a stop signal mid-run, a --path no record may hold raw, and two runs writing at 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
 import resource
+import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, signals_at_default
 from ruamel.yaml import YAML
+from test_measure import ignored_in_this_process
 
 from kbtools.authoring import measure
 from kbtools.corpus import Settings
@@ -151,18 +155,24 @@ def test_a_block_larger_than_max_bytes_is_refused_before_anything_is_measured(wi
 # ---------------------------------------------------------------- a stop signal mid-run
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_signal_while_the_file_exists_removes_it(kb, tmp_path, signum):
+@pytest.mark.parametrize(
+    "signum, suite",
+    [(signal.SIGTERM, "as inherited"), (signal.SIGHUP, "as inherited"), (signal.SIGHUP, "ignored")],
+)
+def test_a_stop_signal_while_the_file_exists_removes_it(kb, tmp_path, signum, suite):
     """kb's file in --path carries kb's mark; a SIGTERM or SIGHUP once it exists removes it before kb
-    dies of the signal, and no record is written."""
+    dies of the signal, and no record is written. kb is started as a foreground job, whatever this process
+    has: with the signal ignored here, as under nohup, it still reaches kb."""
     tier = tmp_path / "tier"
     tier.mkdir()
-    run = subprocess.Popen(
-        [KB_SCRIPT, "--root", str(kb.root), "measure", "file", "--path", str(tier), "--max-bytes", "1 GiB"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with ignored_in_this_process(signum) if suite == "ignored" else contextlib.nullcontext():
+        run = subprocess.Popen(
+            [KB_SCRIPT, "--root", str(kb.root), "measure", "file", "--path", str(tier), "--max-bytes", "1 GiB"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=signals_at_default(signum),
+        )
     try:
         seen: list[Path] = []
         for _ in range(1200):  # until kb's file exists (at most about a minute)
@@ -180,6 +190,91 @@ def test_a_stop_signal_while_the_file_exists_removes_it(kb, tmp_path, signum):
     assert "Traceback" not in err
     assert list(tier.iterdir()) == []
     assert records(kb.root) == []
+
+
+def blocked_stop_signals() -> set[int]:
+    """The stop signals this thread has blocked."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, ()) & set(measure.STOP_SIGNALS)
+
+
+@pytest.fixture
+def mask_put_back():
+    """This thread's signal mask as it was after the test, even one that fails leaving it changed: every
+    process the suite starts later would inherit it."""
+    setmask = signal.pthread_sigmask  # the real one, whatever the test puts in its place
+    before = setmask(signal.SIG_BLOCK, ())
+    yield
+    setmask(signal.SIG_SETMASK, before)
+
+
+def test_a_stop_that_comes_as_the_signals_are_held_leaves_none_of_them_blocked(tmp_path, monkeypatch, mask_put_back):
+    """CPython runs a pending handler inside pthread_sigmask, once the mask has changed; made to happen here on
+    purpose. The stop reaches the caller, nothing is left under --path, and the stop signals are not left
+    blocked: else a SIGTERM would no longer end the process, and every process it starts (a test's kb
+    included) would inherit them blocked."""
+    assert blocked_stop_signals() == set()
+    setmask = signal.pthread_sigmask
+    stops: list[int] = []
+
+    def a_stop_arrives_as_they_are_blocked(how, signums):
+        before = setmask(how, signums)
+        if how == signal.SIG_BLOCK and set(signums) and not stops:
+            stops.append(signal.SIGTERM)
+            raise measure.Stopped(signal.SIGTERM)
+        return before
+
+    monkeypatch.setattr(signal, "pthread_sigmask", a_stop_arrives_as_they_are_blocked)
+    with pytest.raises(measure.Stopped):
+        measure.FileTier(tmp_path, measure.ALIGN)
+    assert stops == [signal.SIGTERM]  # the stop came where it was meant to
+    assert blocked_stop_signals() == set()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def sigterm_handled_here():
+    """SIGTERM handled in this process by a Python function that does nothing: kb's stop handler replaces it
+    for its block and puts it back, and neither ends the test process."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_stop_that_another_thread_receives_waits_for_the_end_of_the_held_block(sigterm_handled_here, mask_put_back):
+    """A mask covers one thread: with another thread alive, the kernel gives it a SIGTERM sent while the main
+    thread holds the stop signals, and CPython runs the handler in the main thread, inside the held block. kb's
+    handler waits for the block's end, so the file or record the block makes is always noted first."""
+    unblocked, done = threading.Event(), threading.Event()
+
+    def bystander() -> None:  # a thread that takes the stop signals, as CUDA's or an embedding program's would
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, measure.STOP_SIGNALS)
+        unblocked.set()
+        done.wait(timeout=120)
+
+    thread = threading.Thread(target=bystander)
+    thread.start()
+    come, tell = os.pipe()
+    os.set_blocking(tell, False)
+    previous_wakeup = signal.set_wakeup_fd(tell)  # CPython writes each signal's number there as it comes
+    steps: list[str] = []
+    try:
+        assert unblocked.wait(timeout=60)
+        with pytest.raises(measure.Stopped) as stopped:
+            with measure.stop_signals_raise(), measure.signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                assert select.select([come], [], [], 60)[0], "the SIGTERM never came"
+                assert os.read(come, 1) == bytes([signal.SIGTERM])
+                signal.pthread_sigmask(signal.SIG_BLOCK, ())  # runs the pending handler here, as any call may
+                steps.append("the held block ran to its end")
+    finally:
+        signal.set_wakeup_fd(previous_wakeup)
+        done.set()
+        thread.join()
+        os.close(come)
+        os.close(tell)
+    assert steps == ["the held block ran to its end"]
+    assert stopped.value.signum == signal.SIGTERM  # raised as the block ended
+    assert blocked_stop_signals() == set()
 
 
 def test_an_interrupt_while_the_records_are_written_leaves_none_of_the_run(kb, monkeypatch):

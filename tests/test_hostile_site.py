@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, signals_at_default
 
 from kbtools.corpus import Settings
 from kbtools.site.serve import Site, make_server
@@ -323,6 +323,7 @@ def test_ctrl_c_stops_serve_quietly_after_a_client_dropped_its_connection(kb):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=signals_at_default(signal.SIGINT),  # the Ctrl-C below reaches it, however the suite was started
     )
     try:
         assert proc.stdout is not None

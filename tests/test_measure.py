@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, signals_at_default
 from site_support import PageWatch, browser, serve
 
 from kbtools import __version__
@@ -92,7 +94,24 @@ def test_a_second_run_never_replaces_the_first(measured):
         (["--path", "/nonexistent-dir-kb", "file"], "is not a directory"),
         (["disk"], "no tier disk"),
         (["--out", "/tmp/elsewhere", "memory"], "is not the measurements directory"),
-        (["--max-bytes", "0", "memory"], "must be positive"),
+        (["--max-bytes", "0", "memory"], "--max-bytes must be at least 1 B, not 0 B"),
+        (["--max-bytes=-1 MiB", "memory"], "--max-bytes must be at least 1 B, not -1,048,576 B"),
+        (["--repetitions", "0", "memory"], "--repetitions must be at least 1, not 0"),
+        (["--blocks", "-3", "memory"], "--blocks must be at least 1, not -3"),
+        *(
+            (
+                [f"--max-seconds={seconds}", "memory"],
+                f"--max-seconds must be a number of seconds above 0 and at most 86,400 (a day), not {shown}",
+            )
+            for seconds, shown in (
+                ("nan", "nan"),
+                ("inf", "inf"),
+                ("-inf", "-inf"),
+                ("1e300", "1e+300"),
+                ("0", "0"),
+                ("-1", "-1"),
+            )
+        ),
         (["kv", "--kv-model", "models/nothing"], "no kv_bytes_per_token for 'models/nothing'"),
     ],
 )
@@ -101,6 +120,7 @@ def test_refusals_write_nothing(measured, args, message):
     before = sorted((root / "records").rglob("*.md"))
     run = kb(root, "measure", *args)
     assert run.returncode == 2 and message in run.stderr, run.stderr
+    assert "KB900" not in run.stderr and "memory copy" not in run.stderr  # refused before anything is measured
     assert sorted((root / "records").rglob("*.md")) == before
 
 
@@ -207,7 +227,25 @@ def test_gpu_alone_without_a_device_says_why_and_writes_nothing(measured):
     assert sorted((root / "records").rglob("*.md")) == before
 
 
-def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_path):
+@contextlib.contextmanager
+def ignored_in_this_process(signum: int) -> Iterator[None]:
+    """`signum` ignored by the test process, as a suite started with `&` has SIGINT and one started under nohup
+    SIGHUP: what a child inherits unless it is started as a shell starts a foreground job."""
+    previous = signal.signal(signum, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signum, previous)
+
+
+@pytest.fixture(params=["as inherited", "ignored"])
+def suite_sigint(request) -> Iterator[None]:
+    """The Ctrl-C test run with this process's SIGINT as the suite has it, and ignored whatever that is."""
+    with ignored_in_this_process(signal.SIGINT) if request.param == "ignored" else contextlib.nullcontext():
+        yield
+
+
+def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_path, suite_sigint):
     root, _, _ = measured
     tier = tmp_path / "tier"
     tier.mkdir()
@@ -218,6 +256,7 @@ def test_ctrl_c_while_the_file_is_written_leaves_nothing_behind(measured, tmp_pa
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, which gets the Ctrl-C, as a terminal's foreground group does
+        preexec_fn=signals_at_default(signal.SIGINT),  # and SIGINT as a foreground job has it, whatever the suite has
     )
     try:
         for _ in range(600):  # until kb has started writing its file (at most a minute)

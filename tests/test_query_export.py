@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO, run_kb, signals_at_default
 
 
 def kb(*args):
@@ -63,6 +63,7 @@ def test_the_real_datasette_serves_the_export_with_its_metadata(tmp_path):
     """`datasette kb.sqlite --metadata kb.metadata.json`, as the export's message says: the type's table is
     titled and described from its schema, a column's description says its unit, a record's page is
     labelled by its name, and for_each rows are rows of `costs`."""
+    import signal
     import socket
     import sys
     import time
@@ -81,6 +82,7 @@ def test_the_real_datasette_serves_the_export_with_its_metadata(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=signals_at_default(signal.SIGTERM),  # what terminate() sends below, unblocked whatever the suite has
     )
 
     def get(path: str) -> str:

@@ -23,7 +23,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import KB_SCRIPT, run_kb
+from conftest import KB_SCRIPT, run_kb, signals_at_default
 from site_support import PageWatch, Served, browser, new_kb, serving
 
 
@@ -209,7 +209,8 @@ def test_sigterm_during_a_build_removes_its_staging_directories_and_exits_cleanl
     root = new_kb(tmp_path)
     card = root / "records" / "devices" / "example-card.md"
     original = card.read_text()
-    server = Served([KB_SCRIPT, "serve", "--port", "0", "--no-search"], cwd=root, patience=180)
+    command = [KB_SCRIPT, "serve", "--port", "0", "--no-search"]
+    server = Served(command, cwd=root, patience=180, preexec_fn=signals_at_default(signal.SIGTERM))
     pid = server.proc.pid
     try:
         caught = False
@@ -264,7 +265,9 @@ def test_sigterm_while_the_search_index_is_built_removes_its_staging_and_stops_p
     (fake / "__main__.py").write_text(FAKE_PAGEFIND)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")])))
     root = new_kb(tmp_path)
-    server = Served([KB_SCRIPT, "serve", "--port", "0"], cwd=root, patience=180)
+    server = Served(
+        [KB_SCRIPT, "serve", "--port", "0"], cwd=root, patience=180, preexec_fn=signals_at_default(signal.SIGTERM)
+    )
     indexer = None
     try:
         server.wait_for(r"at (http://127\.0\.0\.1:\d+/)")

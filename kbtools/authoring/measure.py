@@ -181,12 +181,24 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+class _Held(threading.local):
+    """How deep this thread is in signals_held blocks, and the stop signal that came meanwhile. Per thread:
+    CPython runs signal handlers in the main thread, so the stop handler reads the main thread's."""
+
+    depth = 0
+    deferred: int | None = None
+
+
+_held = _Held()
+
+
 @contextmanager
 def stop_signals_raise() -> Iterator[None]:
     """While the block runs, a stop signal raises Stopped into it, so each `finally` removes what kb made
-    (a SIGTERM would otherwise end the process where it stands). Afterwards the previous handlers are
-    back, and a signal whose previous handler was the default one is delivered again: kb then ends as that
-    signal ends a process, and whoever sent it sees so. A signal that was ignored (nohup) stays ignored."""
+    (a SIGTERM would otherwise end the process where it stands); inside a signals_held block, at that
+    block's end. Afterwards the previous handlers are back, and a signal whose previous handler was the
+    default one is delivered again: kb then ends as that signal ends a process, and whoever sent it sees
+    so. A signal that was ignored (nohup) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers
         return
@@ -198,6 +210,9 @@ def stop_signals_raise() -> Iterator[None]:
         if stopping:
             return  # a second signal must not cut the first one's cleanup short
         stopping.append(signum)
+        if _held.depth:  # held: the outermost block raises it as it ends, whichever thread the signal reached
+            _held.deferred = signum
+            return
         raise Stopped(signum)
 
     for signum in ours:
@@ -214,15 +229,37 @@ def stop_signals_raise() -> Iterator[None]:
 @contextmanager
 def signals_held() -> Iterator[None]:
     """The stop signals wait while the block runs: a stop between creating a file and noting its name
-    would leave a file that nobody knows to remove. They are delivered when the block ends."""
+    would leave a file that nobody knows to remove. They are delivered when the outermost block ends.
+
+    Held twice over: the thread's signal mask keeps a signal pending whatever handles it, and the depth
+    counter makes kb's stop handler wait, since a mask covers only its own thread and a signal sent to the
+    process may reach another one (CUDA's, or a program's that embeds kb), whose handler then runs here."""
+    depth = _held.depth
+    try:
+        _held.depth = depth + 1
+        with _stop_signals_masked():
+            yield
+    finally:
+        _held.depth = depth  # set, not decremented: right wherever in the `try` a stop came
+        if not depth and _held.deferred is not None:
+            signum, _held.deferred = _held.deferred, None
+            raise Stopped(signum)
+
+
+@contextmanager
+def _stop_signals_masked() -> Iterator[None]:
+    """The stop signals blocked in this thread while the block runs, where threads have masks (not on
+    Windows). The mask changes only inside the `try`: CPython runs a pending handler inside pthread_sigmask
+    once the mask has changed, and whatever that raises, the mask goes back."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # the mask as it is, blocking nothing
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a stop pending in the mask runs its handler here
 
 
 def _default_stop_signals() -> None:
@@ -929,13 +966,34 @@ class Request:
     memory_tier: str | None = None
 
 
+MAX_SECONDS = 24 * 3600  # --max-seconds' ceiling: a day per figure is more than any measurement here needs, and
+# the memory copy's wait for its workers (ten times the bound) stays within what a timeout can hold
+
+
+def _refuse_out_of_range(request: Request) -> None:
+    """Each count at least 1, and --max-seconds a number of seconds within (0, a day]: a NaN or an infinity
+    would otherwise reach a timeout that cannot hold it, mid-run."""
+    bounds = request.bounds
+    for flag, value, unit in (
+        ("--max-bytes", bounds.bytes, " B"),
+        ("--repetitions", bounds.repetitions, ""),
+        ("--block-tokens", request.block_tokens, ""),
+        ("--blocks", request.blocks, ""),
+    ):
+        if value < 1:
+            raise AuthoringError(f"{flag} must be at least 1{unit}, not {value:,}{unit}")
+    if not 0 < bounds.seconds <= MAX_SECONDS:  # also false for NaN
+        raise AuthoringError(
+            f"--max-seconds must be a number of seconds above 0 and at most {MAX_SECONDS:,} (a day), not {bounds.seconds:g}"
+        )
+
+
 def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
     """Measure what the request asks and write the records (AuthoringError on a refusal)."""
     from kbtools.registry import load_registry
 
     bounds = request.bounds
-    if min(bounds.bytes, bounds.repetitions, request.block_tokens, request.blocks) < 1 or bounds.seconds <= 0:
-        raise AuthoringError("--max-bytes, --max-seconds, --repetitions, --block-tokens and --blocks must be positive")
+    _refuse_out_of_range(request)
     unknown = sorted(request.tiers - set(TIERS))
     if unknown:
         raise AuthoringError(f"no tier {', '.join(unknown)} (known: {', '.join(TIERS)})")
