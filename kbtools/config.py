@@ -148,7 +148,47 @@ def load_config(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
                     where.append((code, rel, *locate((key, code))))
             settings["severity"] = tuple(sorted(chosen.items()))
             settings["severity_at"] = tuple(where)
+    for key, message in _shared_directories(root, settings):
+        problem((key,), message)
     return settings, problems
+
+
+def _shared_directories(root: Path, settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, why) for each of records, schema and site the configuration gives that names the directory
+    another of them has, each such setting taken out of `settings` (as any bad setting: reported, and its
+    default stands in). One directory for two would have kb build a site inside the records (site =
+    "records"), or read the theme's files as schemas or the schemas as records. Of a pair, the later key
+    set in the file is the one reported; a setting taken out can make its default collide in turn."""
+    found: list[tuple[str, str]] = []
+    while True:
+        names = {key: settings.get(attribute, key) for key, attribute in PATHS.items()}  # each default is its key
+        pairs = [(a, b) for i, b in enumerate(PATHS) for a in list(PATHS)[:i]]
+        clash = next(
+            (
+                (b, a) if PATHS[b] in settings else (a, b)
+                for a, b in pairs
+                if (PATHS[a] in settings or PATHS[b] in settings) and _same_directory(root, names[a], names[b])
+            ),
+            None,
+        )
+        if clash is None:
+            return found
+        key, other = clash
+        found.append(
+            (key, f"{key} = {names[key]!r} is the {other} directory too ({names[other]}/); give {key} one of its own")
+        )
+        settings.pop(PATHS[key])
+
+
+def _same_directory(root: Path, name: str, other: str) -> bool:
+    """Two names of one directory: the same name, or (on a file system that folds case, or through a link)
+    two names that lead to one directory."""
+    if name == other:
+        return True
+    try:
+        return os.path.samefile(root / name, root / other)
+    except OSError:  # one of them does not exist (yet): two names, two directories
+        return False
 
 
 class _Locator:

@@ -69,6 +69,7 @@ def test_a_users_json_that_begins_like_an_export_is_refused_and_kept(kb, tmp_pat
 def test_kbs_own_earlier_export_is_replaced_and_carries_kbs_mark(kb, tmp_path):
     kb.source()
     out = tmp_path / "out"
+    out.mkdir()  # kb export makes no directory (tests/test_hostile_outputs.py)
     db, data = out / "kb.sqlite", out / "kb.json"
     assert kb.run("export", "--sqlite", str(db), "--json", str(data)).exit_code == 0
     kb.source("src-b")

@@ -31,6 +31,7 @@ from kbtools import __version__
 from kbtools.atomic import create_file
 from kbtools.authoring.new import AuthoringError, skeleton
 from kbtools.config import config_file, load_config
+from kbtools.diagnostics import one_line
 from kbtools.registry import load_registry
 
 STARTER = Path(__file__).resolve().parent.parent / "starter"
@@ -368,6 +369,13 @@ def init(
     target: Path, types: str = "minimal", title: str | None = None, existing: bool = False
 ) -> tuple[list[str], list[str]]:
     """Write the knowledge base; (written, kept as they were) as relative paths."""
+    # before anything is written: text that cannot go into a UTF-8 file (a name in another encoding arrives
+    # as surrogate escapes) would fail at the first file that holds it, after others were written
+    _check_text("the directory", str(target))
+    if title is not None:
+        _check_text("--title", title)
+        if not title.strip():
+            raise AuthoringError("--title is empty: give the site a name, or leave --title out for the directory's")
     if target.exists() and not target.is_dir():
         raise AuthoringError(f"{target} is a file, not a directory")
     if target.is_dir() and any(target.iterdir()) and not existing:
@@ -379,6 +387,8 @@ def init(
         )
     layout = Layout.of(target)
     name = title or layout.title or _title_of(target)
+    if not (title or layout.title):
+        _check_text("the directory's name, the title when --title is not given,", name)
     plan = plan_files(types, name, kb_source(), layout=layout)
     # a path that exists is kept as it is (a symbolic link too: nothing is written through it)
     kept = [rel for rel in plan.files if os.path.lexists(target / rel)]
@@ -400,6 +410,24 @@ def init(
             continue
         written.append(rel)
     return written, kept
+
+
+def _check_text(what: str, text: str) -> None:
+    """AuthoringError unless `text`, an argument kb init writes into its files or prints, is one line of UTF-8
+    text: what the configuration's title (KB120 otherwise), a README heading and a terminal need."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # each byte Python could not decode (a surrogate escape, U+DC80 to U+DCFF) shown as the byte it was
+        shown = "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in text)
+        raise AuthoringError(
+            f"{what} '{one_line(shown)}' is not UTF-8 text (bytes of another encoding); kb writes UTF-8 files, "
+            "so nothing was written"
+        ) from None
+    if one_line(text) != text:
+        raise AuthoringError(
+            f"{what} '{one_line(text)}' holds control characters; give one line of text, so nothing was written"
+        )
 
 
 def _unsafe_parents(target: Path, rels: list[str]) -> dict[str, str]:

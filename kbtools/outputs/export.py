@@ -35,7 +35,7 @@ from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
 from kbtools.outputs.publish import check_output, replaced_whole
 from kbtools.outputs.report import counted
-from kbtools.outputs.targets import OutputError, build_lock, inside, protected_paths
+from kbtools.outputs.targets import OutputError, build_lock, carries_json_mark, inside, protected_paths
 
 # SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
 # is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII
@@ -43,9 +43,9 @@ from kbtools.outputs.targets import OutputError, build_lock, inside, protected_p
 # other SQLite file, all of which begin with the same 16 bytes.
 KB_APPLICATION_ID = int.from_bytes(b"kbex", "big")
 _SQLITE_HEADER = b"SQLite format 3\x00"
-# the first key of every JSON file kb writes; a user's JSON has no reason to begin with it
+# the first key of every JSON file kb export writes (targets.carries_json_mark); a user's JSON has no reason to
+# begin with it
 GENERATOR = f"kb export {__version__}"
-_JSON_MARK = re.compile(rb'\A\{\s*"generator"\s*:\s*"kb export ')
 _HEAD = 256  # bytes enough to hold either mark, however large the file
 
 
@@ -333,7 +333,7 @@ def _head(path: Path) -> bytes | None:
 def _carries_mark(head: bytes, kind: str) -> bool:
     if kind == "sqlite":
         return head.startswith(_SQLITE_HEADER) and head[68:72] == KB_APPLICATION_ID.to_bytes(4, "big")
-    return _JSON_MARK.match(head) is not None
+    return carries_json_mark(head, "generator", "kb export ")
 
 
 def _refuse_unless_kbs(kind: str, path: Path) -> None:
@@ -357,7 +357,19 @@ def _check_target(settings: Settings, kind: str, path: Path) -> None:
     for protected, what, may_hold_site in protected_paths(settings):
         if not may_hold_site and resolved.is_relative_to(protected):
             raise OutputError(f"{path} lies inside {what} ({protected}); write the export elsewhere")
+    _check_parent(path)
     _refuse_unless_kbs(kind, path)
+
+
+def _check_parent(path: Path) -> None:
+    """OutputError unless the directory `path` goes into exists: kb export makes no directory it was not
+    named (a mistyped path would otherwise become a tree of new directories)."""
+    parent = path.parent
+    if not parent.is_dir():
+        why = "is not a directory" if os.path.lexists(parent) else "does not exist"
+        raise OutputError(
+            f"cannot write {path}: {parent} {why}; kb export makes no directories: create it, or choose another path"
+        )
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -395,7 +407,6 @@ def _replace(kind: str, path: Path, write: Callable[[Path], object]) -> None:
     the old file or the new one. The target is checked again just before the rename, so a file the user
     put there meanwhile is kept."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with build_lock(path):
             _remove_debris(path)
             tmp = path.with_name(_temporary_prefix(path) + secrets.token_hex(4))
@@ -421,7 +432,8 @@ def export(
     JSON at `json_path` and/or one YAML file per record under the directory `frontmatter`; what to tell the
     user. Every target is checked before the corpus is, so a refusal (OutputError) leaves everything as it
     was: one file named for two outputs, a path inside the repository's records or schemas, a link, an
-    existing file without kb's mark, or a directory holding files kb did not write."""
+    existing file without kb's mark, a directory holding files kb did not write, or one in a directory that
+    does not exist."""
     metadata = metadata_path(sqlite) if sqlite else None
     targets = [
         (kind, path, named)
@@ -440,6 +452,7 @@ def export(
         _check_target(settings, kind, path)
     if frontmatter is not None:
         check_output(frontmatter, settings, "--frontmatter")
+        _check_parent(frontmatter)
         for _, path, named in targets:
             if inside(path.resolve(), frontmatter.resolve()):
                 raise OutputError(f"{named} lies inside --frontmatter {frontmatter}, which kb replaces whole")
@@ -470,7 +483,6 @@ def write_frontmatter(corpus: Corpus, out: Path) -> int:
     directory is staged beside `out` and swapped in whole, as kb build's site is, so a reader or a kill sees
     the previous export or this one. Returns how many records were written."""
     resolved = out.resolve()
-    resolved.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(resolved), replaced_whole(out, corpus.settings, "--frontmatter", FRONTMATTER_WRITER) as staging:
         for record in corpus.records.values():
             target = staging / record.dir / f"{record.stem}.yaml"

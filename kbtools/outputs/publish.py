@@ -2,7 +2,8 @@
 replaces the old.
 
 kb deletes only what it wrote. An output directory is replaced only when it does not
-exist, is empty, or holds kb's own manifest listing every file in it; never when it is
+exist, is empty, or holds kb's own manifest (`.kb-site.json` bearing kb's mark, a first key
+"written_by" naming kb, as kb export marks its JSON) listing every file in it; never when it is
 the repository, holds or lies inside records/, schema/ or the theme, is a symlink or a
 file. The new site is written into a staging directory beside it, created and removed
 only by the build that holds the lock, then swapped in with two renames, so a reader
@@ -23,9 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kbtools.corpus import Settings
-from kbtools.outputs.targets import OutputError, inside, protected_paths
+from kbtools.outputs.targets import OutputError, carries_json_mark, inside, protected_paths
 
 SITE_MANIFEST = ".kb-site.json"  # every file kb wrote into a site: what a later build may delete
+MANIFEST_KEY = "written_by"  # the manifest's first key, naming the kb command that wrote it: kb's mark
 SEARCH_DIR = "pagefind"  # the search index, inside the site
 STAGING_MARK = ".kb-staging"  # inside a staging directory: proof that kb made it
 _MADE_HERE: set[str] = set()  # the staging directories this process made (some may be gone): remove_own_staging
@@ -80,11 +82,17 @@ def foreign_files(directory: Path) -> list[str]:
 
 
 def read_manifest(directory: Path) -> set[str] | None:
+    """The files kb's manifest in `directory` lists; None when there is none bearing kb's mark (a leading
+    "written_by" naming kb): a `.kb-site.json` the user wrote, or a copy committed with their own files, is
+    theirs, and never makes kb take their directory for its output."""
     path = directory / SITE_MANIFEST
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
+        if not carries_json_mark(text, MANIFEST_KEY, "kb "):
+            return None
+        data = json.loads(text.decode("utf-8"))
     except (OSError, ValueError):
         return None
     files = data.get("files") if isinstance(data, dict) else None
@@ -110,7 +118,8 @@ def walk_files(directory: Path) -> list[str]:
 
 def write_manifest(directory: Path, by: str = "kb build") -> None:
     files = sorted([f for f in walk_files(directory) if f != STAGING_MARK] + [SITE_MANIFEST])
-    (directory / SITE_MANIFEST).write_text(json.dumps({"written_by": by, "files": files}, indent=0), encoding="utf-8")
+    manifest = {MANIFEST_KEY: by, "files": files}  # kb's mark first (read_manifest)
+    (directory / SITE_MANIFEST).write_text(json.dumps(manifest, indent=0), encoding="utf-8")
 
 
 def _staging_prefix(out: Path) -> str:

@@ -9,9 +9,7 @@ Filters (all must hold):
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -21,6 +19,7 @@ from typing import Any
 from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
+from kbtools.outputs.cells import csv_text, terminal_text
 from kbtools.outputs.report import counted
 
 FILTER = re.compile(
@@ -203,15 +202,15 @@ def format_rows(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
-        return buffer.getvalue()
-    texts = [[str(row.get(c, "")) if row.get(c) is not None else "" for c in columns] for row in rows]
-    widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+        # a record's name or field can start a spreadsheet formula: csv_text neutralises it
+        return csv_text(
+            columns, ({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()} for row in rows)
+        )
+    # a record's name or field can hold an escape sequence: shown as text, never sent to the terminal raw
+    texts = [[terminal_text(row[c]) if row.get(c) is not None else "" for c in columns] for row in rows]
+    headers = [terminal_text(c) for c in columns]  # --fields is the user's, but one line all the same
+    widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(headers)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(headers, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)) for t in texts]
     lines.append(counted(len(rows), "record"))
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,15 @@ from kbtools.corpus import Settings
 
 class OutputError(Exception):
     """The output directory cannot be used; the message says why and what to do."""
+
+
+def carries_json_mark(head: bytes, key: str, writer: str) -> bool:
+    """Whether a JSON file, by its first bytes `head`, bears kb's mark: an object whose first key is `key`
+    with a string value beginning `writer`. kb writes that key first in every JSON file it may later replace
+    (an export's "generator", a site's manifest's "written_by"); a user's file has no reason to begin so,
+    and one that merely has the key (or a manifest's "files" list) further on is the user's."""
+    pattern = rb'\A\{\s*"' + re.escape(key.encode()) + rb'"\s*:\s*"' + re.escape(writer.encode())
+    return re.match(pattern, head) is not None
 
 
 def inside(path: Path, other: Path) -> bool:

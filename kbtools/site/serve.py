@@ -19,8 +19,11 @@ before the process exits (site/._build.kb-staging-*), and the exit is clean.
 The server holds drafts, so it answers only requests addressed to it: a Host header naming this
 machine by a loopback name or an IP address, at the port it listens on. A web page that points its own
 name at 127.0.0.1 (DNS rebinding) sends its own name and is refused, as webpack's and Vite's
-development servers refuse it. A malformed request gets a 400 and a client that hangs up mid-answer is
-ignored: the terminal shows builds and diagnostics, never a traceback.
+development servers refuse it. A malformed request gets a 400 (a path that is not UTF-8, `/%ff` or an
+overlong `/..%c0%af..`, among them), a path no file can have (a name over NAME_MAX, a path over PATH_MAX) a
+404, and a client that hangs up mid-answer is ignored: the terminal shows builds and diagnostics, never a
+traceback, and file names as text (an escape sequence in one is shown, not sent). Listening beyond this
+machine (`--host 0.0.0.0`) is allowed, with a warning that the drafts are then served to the network.
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ class Site:
                     self.wait_for_reloads(open_pages)
                 pages, warning = build_site(corpus, self.out, search=False, keep_search=self.search)
             except OutputError as exc:
-                self.report(f"kb serve: {exc}")
+                self.report(f"kb serve: {one_line(str(exc))}")
                 return False
             finally:
                 if corpus.cache is not None:
@@ -249,11 +252,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         if refusal:
             self._refuse(403, refusal)
             return False
-        local = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0], errors="surrogatepass")
-        try:
-            os.fsencode(local)
-        except UnicodeEncodeError:
-            self._refuse(400, "the path is not a file name")
+        try:  # every name in the site is UTF-8: bytes that are not (%ff, an overlong %c0%af) name no page
+            local = urllib.parse.unquote_to_bytes(self.path.split("?", 1)[0].split("#", 1)[0]).decode("utf-8")
+        except UnicodeDecodeError:
+            self._refuse(400, "the path is not UTF-8 text, so it names no page")
             return False
         if "\0" in local:
             self._refuse(400, "the path holds a NUL byte")
@@ -299,10 +301,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             super().do_GET()
 
     def _page(self, path: str) -> bool:
+        """Send the page at `path` with the reload script; False when there is none to send (the base class
+        then answers, with a 404 for a name no file can have: over NAME_MAX or PATH_MAX)."""
         local = Path(self.translate_path(path))
-        if local.is_dir():
-            local = local / "index.html"
         try:
+            if local.is_dir():
+                local = local / "index.html"
             html = local.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return False
@@ -364,6 +368,23 @@ def make_server(site: Site, out: Path, host: str, port: int) -> DevServer:
         raise
     server.names = frozenset({"localhost", host.strip("[]").lower()})
     return server
+
+
+def network_exposure(server: DevServer) -> str | None:
+    """What a user should know when the server listens beyond this machine (--host 0.0.0.0, or a name or
+    address of a network interface): the site, drafts included, is open to the network. None on loopback."""
+    address, port = str(server.server_address[0]), server.server_address[1]
+    try:
+        bound = ipaddress.ip_address(address)
+    except ValueError:  # not an address the socket reports for AF_INET: said as listening beyond loopback
+        bound = None
+    if bound is not None and bound.is_loopback:
+        return None
+    where = "every network interface" if bound is not None and bound.is_unspecified else "a network interface"
+    return (
+        f"listening on {address} ({where}): anyone who can reach this machine on port {port} can read the site, "
+        "drafts included; --host 127.0.0.1 (the default) serves this machine only"
+    )
 
 
 class SearchIndex:
@@ -439,6 +460,9 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
     site = Site(settings, out, search, report)
     index = SearchIndex(out, report)
     server = make_server(site, out, host, port)  # first: a port in use is said before any work
+    exposed = network_exposure(server)
+    if exposed:
+        print(f"kb serve: warning: {exposed}", file=sys.stderr, flush=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     stop = threading.Event()
     handlers = _stop_on_signals()
@@ -454,13 +478,15 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
             touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
             if touched:
                 index.cancel()
-                shown = ", ".join(str(p.relative_to(settings.root)) for p in touched[:3])
+                shown = one_line(", ".join(str(p.relative_to(settings.root)) for p in touched[:3]))
                 report(f"changed: {shown}{' …' if len(touched) > 3 else ''}; rebuilding")
                 try:
                     if site.rebuild() and search:
                         index.start(site.version)
                 except Exception as exc:  # a bad edit must not stop the server: say so, serve the last site
-                    report(f"kb serve: the rebuild failed ({type(exc).__name__}: {exc}); serving the last site")
+                    report(
+                        f"kb serve: the rebuild failed ({type(exc).__name__}: {one_line(str(exc))}); serving the last site"
+                    )
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (_stop_on_signals): what was being built is unwound
         pass
     finally:
