@@ -25,6 +25,12 @@ class Code(NamedTuple):
     example: str
 
 
+# kb's own codes a schema's x-kb-require rule may report (each is kb's word for a record that lacks fields): any
+# other code of kb's would pass the rule's finding off as kb's (KB900 as a crash), and a project's own code comes
+# with its severity, as an x-kb-constraints rule's does (registry.rule_code_problems)
+REQUIREMENT_CODES = frozenset({"KB202", "KB308"})
+
+
 E, W = Severity.ERROR, Severity.WARNING
 
 CODES: dict[str, Code] = {
@@ -241,6 +247,14 @@ CODES: dict[str, Code] = {
         "A band around a value is malformed: it needs both ends (low, high), in the value's dimension, with the value "
         "between them.",
         "records/flops/x.md:30:5: error KB404 inputs.mfu: the value 0.6 is outside its band 0.35 to 0.55",
+    ),
+    "KB405": Code(
+        E,
+        "A figure is impossible for its field: outside the physical range its schema declares (x-kb-range), such as a "
+        "negative count, a fraction above 1 or half a GPU; the value, an end of its band, a competing value, an input "
+        "of the field's name or a derived figure. Nothing is computed from it.",
+        "records/workloads/x.md:12:11: error KB405 gpus: -8 is impossible: gpus is a whole number, at least 1 (the "
+        "accelerators of one tensor-parallel group)",
     ),
     # recomputation
     "KB500": Code(
@@ -480,8 +494,9 @@ def render_reference(schema_dir: str = "schema") -> str:
             "",
             "## Constraints the schemas declare",
             "",
-            "Rules of provenance written as data in the schemas (`x-kb-constraints`, see docs/records.md); each",
-            "carries its own code and severity. This table is read from `schema/`.",
+            "Rules written as data in the schemas (`x-kb-constraints`, and `x-kb-require` rules with a code of the",
+            "project's own; see docs/records.md); each carries its own code and severity. This table is read from",
+            "`schema/`.",
             "",
             "| Code | Severity | Schema | Applies to | Rule |",
             "|---|---|---|---|---|",
@@ -500,8 +515,9 @@ def _declared_constraints(schema_dir: str) -> list[tuple[str, dict]]:
     out: list[tuple[str, dict]] = []
     for path in sorted(Path(schema_dir).glob("*.schema.json")):
         try:
-            rules = json.loads(path.read_text(encoding="utf-8")).get("x-kb-constraints", [])
-        except (OSError, ValueError, AttributeError):
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            rules = [*schema.get("x-kb-constraints", []), *schema.get("x-kb-require", [])]
+        except (OSError, ValueError, AttributeError, TypeError):
             continue
         out.extend((path.name, r) for r in rules if isinstance(r, dict) and {"code", "severity", "message"} <= set(r))
     return out

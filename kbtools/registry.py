@@ -23,6 +23,10 @@ annotations a type's schema may carry:
   quantity of the field's kind, min at most max (else KB210, and the range checks nothing). A value an
   x-kb-derive formula that reads no field fixes for the record (0 B/token of KV for `attention: none`)
   is the schema's own statement and is not judged against it;
+- `x-kb-range` on a quantity field: the values the field can take at all, {min or above, max or below,
+  whole, reason} (PhysicalRange); a figure outside it is impossible (a negative count, a hit rate above 1,
+  half a GPU), an error (KB405) at the figure, wherever the field's value stands: the value, each end of its
+  band, each competing value, an input of the same name, a derived figure. Ill-formed, KB210;
 - `x-kb-names` on a field: the words prose names it by besides its own name ("HBM bandwidth"), so
   that a sentence naming it, or a figure followed by it, is read as stating it (KB610);
 - `x-kb-columns`: the fields shown in the type's index table;
@@ -31,6 +35,9 @@ annotations a type's schema may carry:
 - `x-kb-constraints`: cross-record rules of provenance, each with a code and a severity (see
   constraints.py), on a type or on the envelope (then they hold for every type); a rule's code is none of
   kb's own (diagnostics.CODES), and each condition's argument is of the type it reads (rule_problems);
+- `x-kb-require`: [{any_of: [fields], code, severity, message}], a record with none of the fields gets the
+  rule's code: one of kb's own for it (diagnostics.REQUIREMENT_CODES, whose severity kb sets) or, checked as a
+  constraint's is, the project's own with its severity (require_problems);
 - `x-kb-quotes-documents: true`: the type's bodies report what a document says, figures as printed
   (sources), so they are not asked to quote the corpus's values inline (KB611);
 - `x-kb-measured-as: <shape>` on a reference field: a record of this type may cite, there, the
@@ -60,12 +67,66 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
 from kbtools.config import CODE
-from kbtools.diagnostics import CODES, Diagnostic
+from kbtools.diagnostics import CODES, REQUIREMENT_CODES, Diagnostic
 from kbtools.files import MAX_SCHEMA_BYTES, NotReadable, read_regular_file
-from kbtools.lang.units import QuantityError, describe_dimension, format_quantity, parse_quantity_text, parse_unit
+from kbtools.lang.units import (
+    QuantityError,
+    describe_dimension,
+    format_number,
+    format_quantity,
+    magnitude_in,
+    parse_quantity_text,
+    parse_unit,
+)
 
 if TYPE_CHECKING:
     import jsonschema_rs
+
+
+@dataclass(frozen=True)
+class PhysicalRange:
+    """x-kb-range on a quantity field: the values it can take at all. A figure outside them is impossible (a
+    negative count of GPUs, a hit rate above 1, half a GPU): an error wherever it stands, where a figure outside
+    x-kb-plausible's range of real hardware is only unusual. Ends are magnitudes in the field's canonical unit."""
+
+    unit: str  # the field's canonical unit; '*' (any unit) is bounded by 0 alone, which is 0 in every unit
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False  # `above`: the low end itself is impossible too
+    high_open: bool = False  # `below`
+    whole: bool = False  # a count: a whole number of the canonical unit
+    reason: str = ""
+
+    def allows(self, quantity: Any) -> bool:
+        """Whether a figure of the field (a pint Quantity) can be; one of another kind is not judged here (its
+        unit is the finding, KB402)."""
+        try:
+            magnitude = float(quantity.magnitude) if self.unit == "*" else magnitude_in(quantity, self.unit)
+        except Exception:  # pint's DimensionalityError: not a figure of this field's kind
+            return True
+        if self.low is not None and (magnitude <= self.low if self.low_open else magnitude < self.low):
+            return False
+        if self.high is not None and (magnitude >= self.high if self.high_open else magnitude > self.high):
+            return False
+        # a count converted from another unit (800 % of one) may carry a float's last-digit error
+        return not self.whole or abs(magnitude - round(magnitude)) <= 1e-9 * max(1.0, abs(magnitude))
+
+    def words(self) -> str:
+        """What the field can be, as a message says it: 'a whole number, at least 1', 'from 0 to 1'."""
+        low = self._end(self.low, "above" if self.low_open else "at least")
+        high = self._end(self.high, "below" if self.high_open else "at most")
+        if low and high and not (self.low_open or self.high_open):
+            span = f"from {self._shown(self.low)} to {self._shown(self.high)}"
+        else:
+            span = " and ".join(part for part in (low, high) if part)
+        return ", ".join(part for part in ("a whole number" if self.whole else "", span) if part)
+
+    def _end(self, magnitude: float | None, relation: str) -> str:
+        return f"{relation} {self._shown(magnitude)}" if magnitude is not None else ""
+
+    def _shown(self, magnitude: float | None) -> str:
+        number = format_number(magnitude or 0.0)
+        return number if magnitude == 0 or self.unit in ("1", "*") else f"{number} {self.unit}"
 
 
 @dataclass
@@ -76,6 +137,7 @@ class FieldPlan:
     quantity: str | None = None
     inputs: bool = False
     plausible: dict | None = None  # x-kb-plausible: {min, max, reason}, the range real values fall in
+    physical: PhysicalRange | None = None  # x-kb-range: the values it can take at all
     names: tuple[str, ...] = ()  # x-kb-names: the words prose names the field by, besides its own name
     properties: dict[str, FieldPlan] = field(default_factory=dict)
     additional: FieldPlan | None = None
@@ -91,6 +153,7 @@ class FieldPlan:
         self.quantity = self.quantity or other.quantity
         self.inputs = self.inputs or other.inputs
         self.plausible = self.plausible or other.plausible
+        self.physical = self.physical or other.physical
         self.names = tuple(dict.fromkeys(self.names + other.names))
         for name, plan in other.properties.items():
             if name in self.properties:
@@ -154,6 +217,8 @@ class RecordType:
     # x-kb-shelf-life as a list of specs {field, days, when?, reason?}; empty when the type has none or it is
     # ill-formed (then KB210 at the schema, and no record is judged by half of it)
     shelf_life: tuple[dict, ...] = ()
+    # x-kb-require's well-formed rules; an ill-formed one is KB210 at the schema and judges no record
+    require: tuple[dict, ...] = ()
 
     @cached_property
     def inlined_schema(self) -> Any:
@@ -252,6 +317,12 @@ class TypeRegistry:
     diagnostics: list[Diagnostic]
     # digests of the schema texts that met the meta-schema, for a store to vouch for them next time
     meta_checked: frozenset[bytes] = frozenset()
+
+    @cached_property
+    def rule_codes(self) -> frozenset[str]:
+        """The codes the schemas' own rules report (x-kb-constraints, x-kb-require), beside kb's own."""
+        rules = (rule for t in self.types.values() for rule in (*t.constraints, *t.require))
+        return frozenset(str(rule.get("code", DEFAULT_REQUIRE_CODE)) for rule in rules)
 
     @cached_property
     def envelope_fields(self) -> tuple[str, ...]:
@@ -447,6 +518,13 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
             if not problems:
                 raw = contents["x-kb-shelf-life"]
                 shelf_life = tuple(raw if isinstance(raw, list) else [raw])
+        require: list[dict] = []
+        for rule in _declared(contents, "x-kb-require"):
+            problems = require_problems(rule, set(plan.properties), type_name)
+            line = _line_of(text, '"x-kb-require"', *([_key("code", rule["code"])] if _has_code(rule) else []))
+            diagnostics.extend(Diagnostic.make("KB210", rel, line, 1, f"x-kb-require: {p}") for p in problems)
+            if not problems:
+                require.append(rule)
         types[type_name] = RecordType(
             name=type_name,
             dir=directory,
@@ -459,6 +537,7 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
             constraints=_constraints(contents, resolver),
             envelope=tuple(_shared_fields(contents, resolver)),
             shelf_life=shelf_life,
+            require=tuple(require),
         )
 
     seen_dirs: dict[str, str] = {}
@@ -481,7 +560,8 @@ def load_registry(schema_dir: Path, root: Path, vouched: frozenset[bytes] = froz
             seen_dirs[record_type.dir] = record_type.name
     diagnostics.extend(_check_ref_annotations(types, documents, root))
     diagnostics.extend(_check_constraint_annotations(documents, root))
-    diagnostics.extend(_check_plausible_annotations(documents, root))
+    diagnostics.extend(_check_field_annotations(documents, root, "x-kb-plausible", plausible_problems))
+    diagnostics.extend(_check_field_annotations(documents, root, "x-kb-range", lambda s, u: physical_range(s, u)[1]))
     diagnostics.extend(_check_roles_and_charts(types, documents))
     return TypeRegistry(types=types, diagnostics=diagnostics, meta_checked=frozenset(checked))
 
@@ -622,6 +702,8 @@ def compile_plan(schema: Any, resolver, depth: int = 0) -> FieldPlan:
         schema["x-kb-plausible"], schema.get("x-kb-quantity")
     ):
         plan.plausible = schema["x-kb-plausible"]  # a refused range is the registry's KB210, and checks nothing
+    if "x-kb-range" in schema:
+        plan.physical, _ = physical_range(schema["x-kb-range"], schema.get("x-kb-quantity"))  # None when refused
     if isinstance(schema.get("x-kb-names"), list):
         plan.names = tuple(n for n in schema["x-kb-names"] if isinstance(n, str) and n.strip())
     if isinstance(schema.get("$ref"), str):
@@ -695,18 +777,8 @@ def rule_problems(rule: Any) -> list[str]:
     """What is wrong with one x-kb-constraints rule (empty when it is well-formed); the registry reports these."""
     if not isinstance(rule, dict):
         return ["a constraint is an object"]
-    problems = []
+    problems = rule_code_problems(rule, "constraint")
     code = rule.get("code")
-    if not (isinstance(code, str) and CODE.match(code)):
-        problems.append(f"constraint code {code!r} is not like 'KB561' (two capital letters and three digits)")
-    elif code in CODES:
-        # a rule's finding must never pass for kb's own: KB900 would read as a bug in kb, KB120 as a settings mistake
-        problems.append(
-            f"constraint code '{code}' is kb's own (docs/diagnostics.md); a rule takes a code kb does not "
-            "define, best with the project's own two letters (XY561)"
-        )
-    if rule.get("severity") not in ("error", "warning"):
-        problems.append(f"constraint {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
     if not isinstance(rule.get("message"), str) or not rule["message"].strip():
         problems.append(f"constraint {code}: a message saying what the rule asks")
     each = rule.get("each", "record")
@@ -726,9 +798,69 @@ def rule_problems(rule: Any) -> list[str]:
     return problems
 
 
-def _declared_rules(document: dict[str, Any]) -> list[Any]:
-    declared = document.get("x-kb-constraints", [])
+def rule_code_problems(rule: dict[str, Any], kind: str, own: frozenset[str] = frozenset()) -> list[str]:
+    """What is wrong with the code and severity of a rule a schema declares (a constraint, a requirement): its
+    finding carries that code and severity, so the code is one kb does not define (or, for a kind of rule kb
+    has codes for, one of `own`, whose severity kb sets), and a project's code comes with its severity."""
+    code = rule.get("code")
+    if isinstance(code, str) and code in own:
+        if "severity" in rule:  # one code, one severity: kb.toml changes it for every finding of the code
+            return [f"{kind} {code}: {code} is kb's own, whose severity kb sets (kb.toml's [severity] changes it)"]
+        return []
+    problems = []
+    if not (isinstance(code, str) and CODE.match(code)):
+        problems.append(f"{kind} code {code!r} is not like 'KB561' (two capital letters and three digits)")
+    elif code in CODES:
+        # a rule's finding must never pass for kb's own: KB900 would read as a bug in kb, KB120 as a settings mistake
+        problems.append(
+            f"{kind} code '{code}' is kb's own (docs/diagnostics.md); a rule takes a code kb does not "
+            "define, best with the project's own two letters (XY561)"
+            + (f", or one of kb's codes for this kind of rule ({', '.join(sorted(own))})" if own else "")
+        )
+    if rule.get("severity") not in ("error", "warning"):
+        problems.append(f"{kind} {code}: severity is 'error' or 'warning', not {rule.get('severity')!r}")
+    return problems
+
+
+REQUIRE_KEYS = ("any_of", "code", "severity", "message")
+DEFAULT_REQUIRE_CODE = "KB202"  # a rule that names no code reports what a missing required field does
+
+
+def require_problems(rule: Any, fields: set[str], type_name: str) -> list[str]:
+    """What is wrong with one x-kb-require rule {any_of, code, severity, message} of a type whose fields are
+    `fields` (empty when it is sound). Before: a code kb does not define failed every record it judged (KB900, a
+    KeyError), and one of kb's own (KB900, KB120) passed the rule's finding off as kb's."""
+    if not isinstance(rule, dict):
+        return [f"a rule is an object {{{', '.join(REQUIRE_KEYS)}}}, not {_json_kind(rule)}"]
+    code = rule.get("code", DEFAULT_REQUIRE_CODE)
+    problems = [
+        f"unknown key {json.dumps(key)} (known: {', '.join(REQUIRE_KEYS)})" for key in rule if key not in REQUIRE_KEYS
+    ]
+    problems.extend(rule_code_problems({**rule, "code": code}, "rule", REQUIREMENT_CODES))
+    any_of = rule.get("any_of")
+    if not (isinstance(any_of, list) and any_of and all(isinstance(name, str) for name in any_of)):
+        problems.append(f"rule {code}: any_of lists the fields a record needs one of, not {_json_kind(any_of)}")
+    else:
+        problems.extend(
+            f"rule {code}: any_of: '{name}' is not a field of {type_name}" for name in any_of if name not in fields
+        )
+    if "message" in rule and not (isinstance(rule["message"], str) and rule["message"].strip()):
+        problems.append(f"rule {code}: message is a sentence saying what the record needs")
+    return problems
+
+
+def _has_code(rule: Any) -> bool:
+    return isinstance(rule, dict) and isinstance(rule.get("code"), str)
+
+
+def _declared(document: dict[str, Any], key: str) -> list[Any]:
+    """The rules a schema declares under `key`, a list of them or one alone."""
+    declared = document.get(key, [])
     return declared if isinstance(declared, list) else [declared]
+
+
+def _declared_rules(document: dict[str, Any]) -> list[Any]:
+    return _declared(document, "x-kb-constraints")
 
 
 def _check_constraint_annotations(documents: dict, root: Path) -> list[Diagnostic]:
@@ -795,21 +927,9 @@ def plausible_problems(spec: Any, unit: Any) -> list[tuple[str, str]]:
             said = f"{shown} is {_json_kind(bound)}" if shown else f"is {_json_kind(bound)}"
             problems.append((shown, f"{key} {said}: write a quantity with its unit as a string ('2 TB')"))
             continue
-        try:
-            quantity = parse_quantity_text(bound, None)
-        except QuantityError as exc:  # its message quotes the bound, or names the unit it does not know
-            problems.append(
-                (shown, f"{key} {exc.message}" if exc.message.startswith("'") else f"{key} '{bound}': {exc.message}")
-            )
-            continue
-        if expected is not None and not quantity.is_compatible_with(expected):
-            problems.append(
-                (
-                    shown,
-                    f"{key} '{bound}' is {describe_dimension(quantity.dimensionality)}, but the field is "
-                    f"{describe_dimension(expected.dimensionality)} (like {unit})",
-                )
-            )
+        quantity, problem = _quantity_bound(key, bound, unit, expected)
+        if problem:
+            problems.append((shown, problem))
             continue
         bounds[key] = (shown, quantity)
     if len(bounds) == 2:
@@ -823,34 +943,139 @@ def plausible_problems(spec: Any, unit: Any) -> list[tuple[str, str]]:
     return problems
 
 
-def _plausible_ranges(node: Any, field: tuple[str, ...] = ()):
-    """(the field's path of names, its x-kb-plausible, its x-kb-quantity) for every range in a schema."""
+def _quantity_bound(key: str, bound: str, unit: Any, expected: Any) -> tuple[Any, str | None]:
+    """A range's bound written as a quantity ('2 TB'): (its quantity, None), or (None, what is wrong with it): it
+    is a finite quantity, of the field's kind when the field's unit is known (`expected`)."""
+    try:
+        quantity = parse_quantity_text(bound, None)
+    except QuantityError as exc:  # its message quotes the bound, or names the unit it does not know
+        return None, f"{key} {exc.message}" if exc.message.startswith("'") else f"{key} '{bound}': {exc.message}"
+    if expected is not None and not quantity.is_compatible_with(expected):
+        return None, (
+            f"{key} '{bound}' is {describe_dimension(quantity.dimensionality)}, but the field is "
+            f"{describe_dimension(expected.dimensionality)} (like {unit})"
+        )
+    return quantity, None
+
+
+# x-kb-range's ends: key -> (which end, whether the bound itself is outside)
+RANGE_ENDS = {"min": ("low", False), "above": ("low", True), "max": ("high", False), "below": ("high", True)}
+RANGE_KEYS = (*RANGE_ENDS, "whole", "reason")
+
+
+def physical_range(spec: Any, unit: Any) -> tuple[PhysicalRange | None, list[tuple[str, str]]]:
+    """An x-kb-range on a field of canonical `unit`, read: (the range, []) when it is sound, else (None, [(the
+    text to find the problem by, the problem)]). A bound is a number in the field's canonical unit or a
+    quantity of its kind ('0 GB/s'); a field of any unit ('*') takes the number 0 alone."""
+    if not isinstance(spec, dict):
+        return None, [("", f"is an object {{{', '.join(RANGE_KEYS)}}}, not {_json_kind(spec)}")]
+    problems = [
+        (f'"{key}"', f"unknown key '{key}' (known: {', '.join(RANGE_KEYS)})") for key in spec if key not in RANGE_KEYS
+    ]
+    if not isinstance(unit, str):
+        return None, [*problems, ("", "bounds a quantity field: it stands beside the field's x-kb-quantity")]
+    any_unit = unit == "*"
+    try:
+        expected = None if any_unit else parse_unit(unit)
+    except QuantityError:
+        return None, problems  # the field's own unit is wrong: every value of it is reported (KB401)
+    for inclusive, exclusive in (("min", "above"), ("max", "below")):
+        if inclusive in spec and exclusive in spec:
+            problems.append(
+                (
+                    f'"{exclusive}"',
+                    f"gives {inclusive} and {exclusive}: an end is either in the range ({inclusive}) or not ({exclusive})",
+                )
+            )
+    whole = spec.get("whole", False)
+    if whole is not True and "whole" in spec:
+        problems.append(('"whole"', f"whole is true (a whole number) or left out, not {json.dumps(whole)}"))
+    elif whole and any_unit:
+        problems.append(('"whole"', "whole counts in the field's unit, and a field of any unit ('*') has none"))
+    if "reason" in spec and not isinstance(spec["reason"], str):
+        problems.append(('"reason"', f"reason is a sentence, not {_json_kind(spec['reason'])}"))
+    if not any(key in spec for key in (*RANGE_ENDS, "whole")):
+        problems.append(("", "gives no end (min, above, max, below) and not whole: it rules nothing out"))
+    ends: dict[str, tuple[str, float, bool]] = {}
+    for key, (end, outside) in RANGE_ENDS.items():
+        if key not in spec:
+            continue
+        bound = spec[key]
+        shown = json.dumps(bound) if _is_plain(bound) else ""
+        if any_unit:
+            if bound != 0 or isinstance(bound, (bool, str)):
+                problems.append(
+                    (shown, f"{key} is 0 on a field of any unit ('*'), the one bound that is the same in every unit")
+                )
+            else:
+                ends[end] = (shown, 0.0, outside)
+            continue
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+            try:
+                quantity = parse_quantity_text(bound, unit)  # a number is in the field's canonical unit
+            except QuantityError as exc:
+                problems.append((shown, f"{key} {exc.message}"))
+                continue
+        elif isinstance(bound, str):
+            quantity, problem = _quantity_bound(key, bound, unit, expected)
+            if problem:
+                problems.append((shown, problem))
+                continue
+        else:
+            problems.append(
+                (
+                    shown,
+                    f"{key} is a number in the field's unit ({unit}) or a quantity ('0 {unit}'), not {_json_kind(bound)}",
+                )
+            )
+            continue
+        ends[end] = (shown, magnitude_in(quantity, unit), outside)
+    if "low" in ends and "high" in ends:
+        (where, low, low_open), (_, high, high_open) = ends["low"], ends["high"]
+        if low > high or (low == high and (low_open or high_open)):
+            problems.append((where, "its low end is not below its high end: the range is empty"))
+    if problems:
+        return None, problems
+    low_end, high_end = ends.get("low"), ends.get("high")
+    return PhysicalRange(
+        unit=unit,
+        low=low_end[1] if low_end else None,
+        high=high_end[1] if high_end else None,
+        low_open=bool(low_end and low_end[2]),
+        high_open=bool(high_end and high_end[2]),
+        whole=whole is True,
+        reason=spec.get("reason", ""),
+    ), []
+
+
+def _annotated_fields(node: Any, key: str, field: tuple[str, ...] = ()):
+    """(the field's path of names, its annotation `key`, its x-kb-quantity) for every field of a schema that
+    carries the annotation."""
     if isinstance(node, dict):
-        if "x-kb-plausible" in node:
-            yield field, node["x-kb-plausible"], node.get("x-kb-quantity")
-        for key, value in node.items():
-            if key in ("properties", "$defs") and isinstance(value, dict):
-                for name, sub in value.items():
-                    yield from _plausible_ranges(sub, (*field, name))
-            elif key != "x-kb-plausible":
-                yield from _plausible_ranges(value, field)
+        if key in node:
+            yield field, node[key], node.get("x-kb-quantity")
+        for name, value in node.items():
+            if name in ("properties", "$defs") and isinstance(value, dict):
+                for child, sub in value.items():
+                    yield from _annotated_fields(sub, key, (*field, child))
+            elif name != key:
+                yield from _annotated_fields(value, key, field)
     elif isinstance(node, list):
         for value in node:
-            yield from _plausible_ranges(value, field)
+            yield from _annotated_fields(value, key, field)
 
 
-def _check_plausible_annotations(documents: dict, root: Path) -> list[Diagnostic]:
-    """A range kb cannot read would check nothing in silence (a bound of 1e999 GB, a bound in the wrong unit)."""
+def _check_field_annotations(documents: dict, root: Path, key: str, problems_of) -> list[Diagnostic]:
+    """A range kb cannot read would check nothing in silence (a bound of 1e999 GB, a bound in the wrong unit):
+    each problem of a field's annotation `key` (x-kb-plausible, x-kb-range), at its line."""
     out = []
     for path, text, contents in documents.values():
-        for field_path, spec, unit in _plausible_ranges(contents):
+        for field_path, spec, unit in _annotated_fields(contents, key):
             names = ".".join(field_path) or "the schema"
-            for where, problem in plausible_problems(spec, unit):
-                line = _line_of(text, *map(_key, field_path), _key("x-kb-plausible"), where or "x-kb-plausible")
+            for where, problem in problems_of(spec, unit):
+                line = _line_of(text, *map(_key, field_path), _key(key), where or key)
                 out.append(
-                    Diagnostic.make(
-                        "KB210", path.relative_to(root).as_posix(), line, 1, f"x-kb-plausible of {names}: {problem}"
-                    )
+                    Diagnostic.make("KB210", path.relative_to(root).as_posix(), line, 1, f"{key} of {names}: {problem}")
                 )
     return out
 

@@ -64,7 +64,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
         cache.save(corpus.record_paths() | {d.path for d in corpus.diagnostics})
     # the configuration's severities apply to what is reported and to what blocks a build, never to what
     # the cache keeps: changing a severity needs no recheck
-    known = set(CODES) | {str(rule.get("code")) for t in registry.types.values() for rule in t.constraints}
+    known = set(CODES) | registry.rule_codes
     problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     # The one place a run meets the day it runs on: every stage and the store keep findings whatever the day,

@@ -14,9 +14,9 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from kbtools.check.cache import remembered
 from kbtools.corpus import Corpus, FieldPath, Record
-from kbtools.diagnostics import Diagnostic, internal_error
+from kbtools.diagnostics import CODES, Diagnostic, Severity, internal_error
 from kbtools.progress import track
-from kbtools.registry import RecordType
+from kbtools.registry import DEFAULT_REQUIRE_CODE, RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -154,20 +154,23 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
 
 
 def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
-    """The schema's `x-kb-require` rules: [{"any_of": [fields], "code": "KB...", "message": "..."}]. A record
-    lacking every field of a rule gets that rule's own code (for checks an audit wants counted apart)."""
+    """The schema's `x-kb-require` rules (the registry keeps the well-formed ones): a record lacking every field
+    of a rule gets that rule's own code (for checks an audit wants counted apart), with the severity kb gives
+    its own code or the one the rule gives the project's."""
     out = []
-    for rule in record_type.schema.get("x-kb-require", []):
-        fields = rule.get("any_of", []) if isinstance(rule, dict) else []
-        if fields and not any(record.data.get(f) not in (None, "") for f in fields):
+    for rule in record_type.require:
+        fields = rule["any_of"]
+        if not any(record.data.get(f) not in (None, "") for f in fields):
             line, col = record.position(("id",))
+            code = rule.get("code", DEFAULT_REQUIRE_CODE)
             out.append(
-                Diagnostic.make(
-                    rule.get("code", "KB202"),
-                    record.path,
-                    line,
-                    col,
-                    rule.get("message", f"needs one of: {', '.join(fields)}"),
+                Diagnostic(
+                    code=code,
+                    severity=Severity(rule["severity"]) if "severity" in rule else CODES[code].severity,
+                    path=record.path,
+                    line=line,
+                    column=col,
+                    message=rule.get("message", f"needs one of: {', '.join(fields)}"),
                 )
             )
     return out

@@ -11,30 +11,36 @@ verdicts, units and provenance like any figure of the corpus, and its page on th
         engine=lmcache,sglang tiers=host-dram-pcie5,local-nvme-gen5 scale_up=peer-hbm-nvlink4
 
 A quantity may be a band, LOW:VALUE:HIGH; a reference field given several records (engine=a,b) becomes a
-choice among them (`inputs: {engine: {choose: [...]}}`), so every figure is computed for each.
+choice among them (`inputs: {engine: {choose: [...]}}`), so every figure is computed for each. The settings
+make a record, which is read as kb check reads one (its schema, every quantity's unit and physical range,
+x-kb-range) before anything is computed: a setting kb refuses is a usage error, and nothing is printed.
+
+What kb plan prints carries text the records' authors wrote (a tier's name): the text output shows control
+characters as escapes and the CSV neutralises a cell a spreadsheet would run as a formula (outputs.cells).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime
 import hashlib
-import io
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kbtools.check.compute import Computer, Value, scenario_text, verdict
+from kbtools.check.compute.derivations import parse_quantities
 from kbtools.check.links import Index, no_record
 from kbtools.check.load import load_record_bytes
 from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import KbError
 from kbtools.lang.units import format_quantity
+from kbtools.outputs.cells import csv_text, terminal_text
 
 BAND = ":"  # LOW:VALUE:HIGH
 LIST = ","
+USAGE = "kb plan WORKLOAD | FIELD=VALUE... [--explain] [--format text|json|csv]"
 
 
 class PlanError(KbError):
@@ -132,9 +138,11 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
         record, candidates, close = index.named(base)
         if record is None:
             raise PlanError(no_record(base, candidates, close))
+    if record is None and not settings:
+        raise PlanError(f"usage: {USAGE}; name a workload record{_some_workloads(corpus)} or give FIELD=VALUE settings")
     record_type = planned_type(corpus, record)
-    if not settings:
-        return record  # type: ignore[return-value]  # planned_type refused None without settings above
+    if record is not None and not settings:
+        return record
     data: dict[str, Any] = dict(record.data) if record is not None else {}
     data.pop("costs", None)  # the type's own are put back when it is read again; the record's own stay
     if record is not None and isinstance(record.data.get("costs"), dict):
@@ -191,7 +199,22 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
     for diagnostic in validate_record(made, record_type):
         if "sources" not in diagnostic.message:  # a plan asked on the command line cites nothing of its own
             raise PlanError(diagnostic.message)
+    # every quantity read as kb check reads a record's: its unit, and its physical range (x-kb-range), so that
+    # gpus=-8 or hit_rate=1.5 is refused here rather than planned into negative times
+    reader = Computer(replace(corpus, records={**corpus.records, made.key: made}))
+    parse_quantities(reader, made)
+    refused = [d.message for d in reader.diagnostics if d.severity == "error"]
+    if refused:
+        raise PlanError("; ".join(refused))
     return made
+
+
+def _some_workloads(corpus: Corpus) -> str:
+    """' (workloads/a, workloads/b, ...)': the records kb plan could plan, for the usage message."""
+    planning = {t.name for t in corpus.registry.types.values() if t.planning}
+    keys = sorted(r.key for r in corpus.records.values() if r.type in planning)
+    shown = ", ".join(keys[:5]) + (f", and {len(keys) - 5} more" if len(keys) > 5 else "")
+    return f" ({shown})" if keys else ""
 
 
 def _reference(index: Index, text: str, field: str) -> str:
@@ -310,9 +333,7 @@ def as_csv(plan: Plan) -> str:
     columns = ["rank", "key", "name", "verdict", "limits_broken"]
     for name in names:
         columns += [name, f"{name}_low", f"{name}_high", f"{name}_unit"]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
+    rows = []
     for n, option in enumerate(plan.options, 1):
         row: dict[str, Any] = {
             "rank": n,
@@ -331,8 +352,8 @@ def as_csv(plan: Plan) -> str:
                     f"{figure.name}_unit": data["unit"],
                 }
             )
-        writer.writerow(row)
-    return buffer.getvalue()
+        rows.append(row)
+    return csv_text(columns, rows)
 
 
 def as_text(plan: Plan, explain: bool = False) -> str:
@@ -358,7 +379,8 @@ def as_text(plan: Plan, explain: bool = False) -> str:
             )
         for figure in option.figures:
             lines.extend(_figure_lines(figure, width, "     ", explain))
-    return "\n".join(lines) + "\n"
+    # names, conditions, labels and ids are the records' authors' text: none may drive the terminal
+    return "\n".join(terminal_text(line) for line in lines) + "\n"
 
 
 def _figure_lines(figure: Figure, widths: tuple[int, int], indent: str, explain: bool) -> list[str]:

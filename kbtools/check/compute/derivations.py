@@ -1,5 +1,5 @@
 """Fields: quantities parsed from what records write (competing values too), the schema's type-level
-derivations (x-kb-derive) checked against stated figures, the type's functions, plausible ranges."""
+derivations (x-kb-derive) checked against stated figures, the type's functions, physical and plausible ranges."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from kbtools.lang.units import (
     parse_written,
     unit_registry,
 )
+from kbtools.registry import FieldPlan, PhysicalRange
 
 if TYPE_CHECKING:
     from kbtools.check.compute.engine import Computer
@@ -46,32 +47,74 @@ def parse_quantities(c: Computer, record: Record) -> None:
         return
     for path, value, plan in walk_plan(record_type.plan, dict(record.data)):
         if plan.quantity is not None and isinstance(value, list):
-            parse_competing(c, record, path, value, plan.quantity)
+            parse_competing(c, record, path, value, plan.quantity, plan)
         elif plan.quantity is not None and value is not None:
             if isinstance(value, dict) and "value" not in value:
                 continue  # the schema reports the shape
             try:
-                c.written[(record.key, path)] = parse_written(value, plan.quantity)
+                written = parse_written(value, plan.quantity)
             except QuantityError as exc:
                 c.report_value(exc.code, record, path, f"{dotted(path)}: {exc.message}")
+                continue
+            if possible(c, record, path, value, plan, written):
+                c.written[(record.key, path)] = written
         elif plan.inputs and isinstance(value, dict):
             for name, item in value.items():
+                field = record_type.plan.properties.get(name)  # an input named as a field sets it: its range holds
                 if isinstance(item, list) and item and all(isinstance(x, dict) for x in item):
-                    parse_competing(c, record, path + (name,), item, None)
+                    parse_competing(c, record, path + (name,), item, None, field)
                     continue
                 if is_reference(item, c.corpus) or isinstance(item, list):
                     continue
                 try:
-                    c.written[(record.key, path + (name,))] = parse_written(
-                        item, None if not isinstance(item, (int, float)) else ""
-                    )
+                    written = parse_written(item, None if not isinstance(item, (int, float)) else "")
                 except QuantityError as exc:
                     c.report_value(exc.code, record, path + (name,), f"inputs.{name}: {exc.message}")
+                    continue
+                if possible(c, record, path + (name,), item, field):
+                    c.written[(record.key, path + (name,))] = written
 
 
-def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, canonical: str | None) -> None:
+def possible(
+    c: Computer, record: Record, path: FieldPath, raw: Any, plan: FieldPlan | None, written: Written | None = None
+) -> bool:
+    """Whether a written value can be a figure of its field at all (x-kb-range): each figure of it outside the
+    range (the value, either end of its band) is KB405 at its own text, and an impossible value is not computed
+    with, as an unreadable one is not. `written` is the value as read in the field's unit; an input named as a
+    field is read again in the field's unit (a bare 8192 is 8192 token there), unless it is of another kind,
+    which the formulas reading it judge."""
+    physical = plan.physical if plan is not None else None
+    if physical is None or plan is None or plan.quantity is None:
+        return True
+    if written is None:
+        try:
+            written = parse_written(raw, plan.quantity)
+        except QuantityError:
+            return True
+    label = dotted(path)
+    field = next(str(part) for part in reversed(path) if isinstance(part, str))  # an input's, or a list item's
+    ends = [(path, label, written.quantity)]
+    ends += [(path + (end,), f"{label}.{end}", getattr(written, end)) for end in ("low", "high")]
+    fits = True
+    for where, said, figure in ends:
+        if figure is not None and not physical.allows(figure):
+            c.report_value("KB405", record, where, impossible(said, format_quantity(figure), field, physical))
+            fits = False
+    return fits
+
+
+def impossible(label: str, shown: str, field: str, physical: PhysicalRange) -> str:
+    """The message of KB405: the figure, and the range its field has, with the schema's reason."""
+    reason = f" ({physical.reason})" if physical.reason else ""
+    return f"{label}: {shown} is impossible: {field} is {physical.words()}{reason}"
+
+
+def parse_competing(
+    c: Computer, record: Record, path: FieldPath, items: list, canonical: str | None, plan: FieldPlan | None
+) -> None:
     """A field written as several ranked, sourced values: the preferred one is computed with, the others
-    are kept beside it; values that disagree beyond the tolerance make the record contested (KB530)."""
+    are kept beside it; values that disagree beyond the tolerance make the record contested (KB530). Each must
+    be possible for the field (x-kb-range), or none is computed with."""
     parsed: list[Written] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict) or "value" not in item:
@@ -81,6 +124,14 @@ def parse_competing(c: Computer, record: Record, path: FieldPath, items: list, c
         except QuantityError as exc:
             c.report_value(exc.code, record, path + (index,), f"{dotted(path + (index,))}: {exc.message}")
             return
+    in_field_unit = canonical is not None and plan is not None and canonical == plan.quantity
+    if not all(
+        [
+            possible(c, record, path + (i,), item, plan, parsed[i] if in_field_unit else None)
+            for i, item in enumerate(items)
+        ]
+    ):
+        return
     preferred = [w for w in parsed if w.rank == "preferred"]
     if len(preferred) != 1:
         c.report(
@@ -169,9 +220,31 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
         c.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
         return FAILED
     if stated is None:
-        return derived
+        return derived if derived_possible(c, record, name, plan, derived) else FAILED
     compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", c.corpus.settings.tolerance))
     return Value(**{**stated.__dict__, "recomputed": derived})
+
+
+def derived_possible(c: Computer, record: Record, name: str, plan: FieldPlan | None, derived: Value) -> bool:
+    """Whether a derived figure can be one of its field (x-kb-range), under every condition it rests on: a
+    formula can give what none of its inputs is (a layer count minus more layers than it has). KB405 at the
+    first of the record's own fields it read, and nothing is computed from it."""
+    physical = plan.physical if plan is not None else None
+    if physical is None:
+        return True
+    broken = next((q for q in (derived.quantity, *(derived.spread or ())) if not physical.allows(q)), None)
+    if broken is None:
+        return True
+    formula = derived.formula.text if derived.formula is not None else name
+    lines = [v.line for _, v in derived.inputs if v.record == record.key]
+    c.report(
+        "KB405",
+        record,
+        (name,),
+        impossible(f"{name} = {formula}", format_quantity(broken, derived.unit, 4), name, physical),
+        line=min(lines) if lines else None,
+    )
+    return False
 
 
 def derivation(c: Computer, record: Record, name: str) -> dict[str, Any] | None:
