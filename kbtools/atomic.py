@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kbtools.diagnostics import UsageError, one_line
 from kbtools.files import walk
 
 # Every temporary kb stages a record in is '.' + the record's name + this mark + mkstemp's 8 characters. The
@@ -120,12 +121,38 @@ def create_file(path: Path, text: str) -> None:
 _TEMP = re.compile(r"^\..+\.md" + re.escape(TEMP_MARK) + r"[a-z0-9_]{8}$")  # what mkstemp names a staged record
 
 
+class LeadsOutside(UsageError):
+    """A directory kb would write records into leads outside the repository (a symbolic link out of it)."""
+
+
+def check_inside(root: Path, directory: Path) -> None:
+    """LeadsOutside unless `directory` (records/, or a directory under it), and every directory on the way to
+    it from `root`, leads to a place inside the repository: through a records/ or records/<dir>/ that is a
+    symbolic link out of it, a record kb writes would land wherever the link points."""
+    resolved_root = root.resolve()
+    rel = directory.relative_to(root)  # a directory kb names under the root: a ValueError is a bug
+    for depth in range(1, len(rel.parts) + 1):
+        shown = one_line(Path(*rel.parts[:depth]).as_posix())
+        try:
+            leads_to = root.joinpath(*rel.parts[:depth]).resolve()
+        except (OSError, RuntimeError) as exc:  # a link loop: it leads nowhere kb could write
+            raise LeadsOutside(f"{shown}/ cannot be followed ({exc}); nothing was written") from None
+        if not leads_to.is_relative_to(resolved_root):
+            raise LeadsOutside(
+                f"{shown}/ leads outside the repository (to {one_line(str(leads_to))}); kb writes records only "
+                f"inside it, so nothing was written (make {shown} a directory of the repository's own)"
+            )
+
+
 @contextmanager
-def writers_lock(directory: Path) -> Iterator[None]:
-    """One kb writer of records at a time (kb fmt, kb new): a lock on the records directory itself.
-    Every writer holds it while its temporaries exist, so under it any temporary is a killed run's."""
+def writers_lock(root: Path, directory: Path) -> Iterator[None]:
+    """One kb writer of records at a time (kb fmt, kb new, kb mv, kb measure): a lock on the records
+    directory itself. Every writer holds it while its temporaries exist, so under it any temporary is a
+    killed run's. A records directory that leads outside the repository is refused here, for every writer
+    at once (LeadsOutside)."""
     import fcntl
 
+    check_inside(root, directory)
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbtools import __version__
 from kbtools.corpus import Settings
-from kbtools.diagnostics import Diagnostic
+from kbtools.diagnostics import Diagnostic, UsageError
 from kbtools.outputs.report import counted
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -508,7 +508,7 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.registry import load_registry
 
     registry = load_registry(settings.schema_path, settings.root)
-    with writers_lock(settings.records_path):
+    with writers_lock(settings.root, settings.records_path):
         if not args.check and settings.records_path.is_dir():
             remove_stale_temporaries(settings.records_path)
         changed, errors, files = _format_all(args, settings, registry)
@@ -608,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
 
     configure(args.quiet)
     if not getattr(args, "needs_repository", True):  # kb init: there is no knowledge base yet
-        return _guarded(lambda: args.handler(args))
+        return _guarded(lambda: args.handler(args), args.command)
     settings = Settings.configured(args.root.resolve()) if args.root else Settings.discover()
     if not settings.schema_path.is_dir():
         print(
@@ -630,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         sweep(settings.root)  # the state of repositories that are gone: now and then, a few at a time
         return code
 
-    return _guarded(handle)
+    return _guarded(handle, args.command)
 
 
 def _finish_moves(settings: Settings) -> None:
@@ -638,14 +638,17 @@ def _finish_moves(settings: Settings) -> None:
     writers' lock, so never beside a kb mv still at work). Its journal is kb's own state, outside the
     repository: a file a commit carries is never replayed. A journal kb cannot read or will not act on
     is reported here, once, and set aside; kb mv asks the same question (journal.unfinished) before it begins."""
-    from kbtools.atomic import writers_lock
+    from kbtools.atomic import LeadsOutside, writers_lock
     from kbtools.authoring.journal import recover, unfinished
 
     if unfinished(settings.root) is not None:
-        with writers_lock(settings.records_path):
-            _, message = recover(settings.root, settings.records_dir)
-            if message:
-                _say("", message)
+        try:
+            with writers_lock(settings.root, settings.records_path):
+                _, message = recover(settings.root, settings.records_dir)
+        except LeadsOutside as exc:  # the move's files would be written through the link: left as they are
+            message = f"an unfinished kb mv is left as it is: {exc}"
+        if message:
+            _say("", message)
 
 
 def run_cache(args: argparse.Namespace) -> int:
@@ -730,11 +733,14 @@ def _say(command: str, message: object) -> None:
     print(prefix + one_line(str(message)), file=sys.stderr, flush=True)
 
 
-def _guarded(handler) -> int:
+def _guarded(handler, command: str) -> int:
     try:
         return handler()
     except KeyboardInterrupt:
         return 130
+    except UsageError as exc:  # a refusal no command worded itself: one line, exit 2
+        _say(command, exc)
+        return EXIT_USAGE
     except BrokenPipeError:  # `kb explain ... | head`: the reader has what it wanted
         try:
             sys.stdout = open(os.devnull, "w")

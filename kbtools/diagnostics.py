@@ -445,6 +445,11 @@ class Diagnostic:
         return replace(self, severity=severity)
 
 
+class UsageError(Exception):
+    """A request kb refuses as asked (exit 2), with the reason a user can act on. A command may catch it to
+    word it; any that escapes is said in one line by the CLI's last line of defence, never as KB900."""
+
+
 class KbError(Exception):
     """The one shape of a coded failure (the loader's, the units', the formulas'): raised where it is found,
     and made a Diagnostic with `at()` where its file and place are known."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -329,3 +330,27 @@ def test_new_writes_no_record_through_a_directory_that_leads_out_of_the_reposito
     link.symlink_to(kb.root / "kept" / ("sources" if linked != "records" else ""))
     assert kb.run("new", "source", "--name", "Inside").exit_code == 0
     assert (inside / "inside.md").is_file()
+
+
+def test_no_writer_of_records_writes_through_a_records_directory_that_leads_out(kb, tmp_path):
+    """kb fmt, kb mv and kb measure hold the same writers' lock as kb new, and the lock refuses a records
+    directory that is a link out of the repository: each refuses before it changes or measures anything."""
+    kb.source()
+    kb.write(
+        "records/engines/e.md",
+        "---\nid: e\ntype: engine\nname:   E\nstatus: draft\nconfidence: 0.5\n"
+        "updated: 2026-11-29\nsources: [src-a]\n---\nAn engine, [[src-a]].\n",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(kb.root / "records"), str(elsewhere))
+    (kb.root / "records").symlink_to(elsewhere)
+    before = tree(elsewhere)
+    for args in (
+        ("fmt",),
+        ("mv", "engines/e", "e2"),
+        ("measure", "memory", "--max-seconds", "0.1", "--max-bytes", "1 MiB"),
+    ):
+        result = kb.run(*args)
+        assert refused(result, args[0]), (args, result.err)
+        assert "records/ leads outside the repository" in result.err
+        assert tree(elsewhere) == before, args

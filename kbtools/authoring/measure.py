@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbtools import __version__
-from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
+from kbtools.atomic import ChangedMeanwhile, check_inside, create_file, replace_file, writers_lock
 from kbtools.authoring.new import AuthoringError, slug
 from kbtools.diagnostics import one_line
 from kbtools.ids import id_problem
@@ -1021,6 +1021,8 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
         raise AuthoringError(
             f"--out {out} is not the measurements directory of {settings.records_path}; records live there"
         )
+    for kind in (directory, _role(registry, "source").dir):  # --out is the first of these, as checked above
+        check_inside(settings.root, settings.records_path / kind)  # before anything is measured: no link out
     block, file_tier, memory_tier = None, None, None
     if corpus is not None:
         from kbtools.check.links import Index
@@ -1105,7 +1107,7 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
                 f"the host-memory figures name {memory_tier.key} but do not price it: a hit served from host memory "
                 "crosses the GPU's link, which kb measure gpu measures (kv-shaped with --kv-model) where a device is"
             )
-        with writers_lock(settings.records_path):  # no kb fmt or kb mv sweeps away a temporary of these
+        with writers_lock(settings.root, settings.records_path):  # no kb fmt or kb mv sweeps away a temporary of these
             written = write_records(settings, registry, figures, dt.datetime.now(dt.UTC))
     tiers_named = {t.key: t for t in (file_tier, memory_tier) if t is not None}.values()
     return Run(written, [line for t in tiers_named for line in citations(registry, t, figures)])

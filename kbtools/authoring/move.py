@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbtools.atomic import ChangedMeanwhile, remove_stale_temporaries, writers_lock
+from kbtools.atomic import ChangedMeanwhile, check_inside, remove_stale_temporaries, writers_lock
 from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
@@ -77,6 +77,7 @@ def plan_move(corpus: Corpus, what: str, to: str) -> Move:
     taken = index.by_id.get(new_id, [])
     if any(r is not record for r in taken):
         raise AuthoringError(f"id '{new_id}' is taken by {taken[0].path}; ids are unique across the repository")
+    check_inside(corpus.settings.root, corpus.settings.records_path / new_dir)  # not through a link out
     if (corpus.settings.records_path / new_dir / f"{new_id}.md").exists():
         raise AuthoringError(f"{corpus.settings.records_dir}/{new_dir}/{new_id}.md exists")
     unread = sorted({d.path for d in corpus.diagnostics if d.code.startswith("KB1") and d.path.endswith(".md")})
@@ -233,7 +234,7 @@ def apply_move(settings: Settings, corpus: Corpus, move: Move) -> list[tuple[str
     """Do the move, all or nothing (kbtools.authoring.journal); the edits made, by file."""
     root = settings.root
     rewrite = Rewrite(root, settings.records_dir, f"{move.source.key} -> {move.new_key}")
-    with writers_lock(settings.records_path):
+    with writers_lock(settings.root, settings.records_path):
         recover(root, settings.records_dir)
         remove_stale_temporaries(settings.records_path)  # a kb killed before its commit point left only these
         for rel, edits in sorted(move.edits.items()):

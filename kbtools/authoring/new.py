@@ -9,17 +9,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbtools.atomic import ChangedMeanwhile, create_file, replace_file, writers_lock
+from kbtools.atomic import ChangedMeanwhile, check_inside, create_file, replace_file, writers_lock
 from kbtools.check.links import Index
 from kbtools.check.load import LoadError, read_regular
 from kbtools.check.placeholders import BODY, FILL_IN, PICK_ONE, REPLACE_IT
 from kbtools.corpus import Corpus, Settings
-from kbtools.diagnostics import clipped, one_line
+from kbtools.diagnostics import UsageError, clipped
 from kbtools.ids import id_problem
 from kbtools.registry import RecordType, TypeRegistry
 
 
-class AuthoringError(Exception):
+class AuthoringError(UsageError):
     """A request kb refuses, with the reason a user can act on."""
 
 
@@ -182,7 +182,7 @@ def new_record(
             f"{article(type_name)} {type_name} record must cite at least one source: pass --source SOURCE-ID"
         )
     path = settings.records_path / record_type.dir / f"{record_id}.md"
-    check_inside_repository(settings, path.parent)
+    check_inside(settings.root, path.parent)  # its type directory too, not only records/
     reading = None
     if from_config is not None:
         reader = record_type.schema.get("x-kb-from-config")
@@ -205,28 +205,8 @@ def new_record(
         )
     else:
         text = skeleton(record_type, record_id, name, sources)
-    with writers_lock(settings.records_path):
+    with writers_lock(settings.root, settings.records_path):
         return _write_record(settings.root, path, text, force), reading
-
-
-def check_inside_repository(settings: Settings, directory: Path) -> None:
-    """AuthoringError unless `directory`, one kb is about to write a record into (records/ or a type's
-    directory under it), leads to a place inside the repository: a records/ or records/<dir>/ that is a
-    symbolic link out of it would have the record land wherever the link points. Every writer of records
-    asks this before it writes."""
-    root = settings.root.resolve()
-    rel = directory.relative_to(settings.root)  # a directory kb names under the root: a ValueError is a bug
-    for depth in range(1, len(rel.parts) + 1):
-        shown = one_line(Path(*rel.parts[:depth]).as_posix())
-        try:
-            leads_to = settings.root.joinpath(*rel.parts[:depth]).resolve()
-        except (OSError, RuntimeError) as exc:  # a link loop: it leads nowhere kb could write
-            raise AuthoringError(f"{shown}/ cannot be followed ({exc}); nothing was written") from None
-        if not leads_to.is_relative_to(root):
-            raise AuthoringError(
-                f"{shown}/ leads outside the repository (to {one_line(str(leads_to))}); kb writes records only "
-                f"inside it, so nothing was written (make {shown} a directory of the repository's own)"
-            )
 
 
 def _write_record(root: Path, path: Path, text: str, force: bool) -> Path:
