@@ -125,7 +125,13 @@ def planning_base(kb, tier_name: str | None = None, **fields: str) -> Path:
         "architecture: dense\nattention: gqa\nparams_active: 8 Gparam\nnum_layers: 32\nhidden_size: 4096\n"
         "num_attention_heads: 32\nnum_kv_heads: 8\nhead_dim: 128\nkv_dtype_size: 2 B\n",
     )
-    kb.record("accelerators", "gpu", "accelerator", "vendor: V\npeak_bf16_dense: 989 TFLOP/s\ntdp: 700 W\n")
+    kb.record("interconnects", "link", "interconnect", "kind: pcie\nscope: host\nbandwidth_per_direction: 63 GB/s\n")
+    kb.record(
+        "accelerators",
+        "gpu",
+        "accelerator",
+        "vendor: V\npeak_bf16_dense: 989 TFLOP/s\ntdp: 700 W\nhost_link: link\nscale_up_link: link\n",
+    )
     kb.record("engines", "e", "engine", "kind: serving-engine\n")
     named = f"name: {json.dumps(tier_name)}\n" if tier_name is not None else ""
     tier = kb.record(
@@ -145,7 +151,7 @@ def planning_base(kb, tier_name: str | None = None, **fields: str) -> Path:
     )
     workload = {**WORKLOAD, **fields}
     text = "".join(f"{key}: {value}\n" for key, value in workload.items() if value is not None)
-    return kb.record("workloads", "w", "workload", text, body="[[m]] [[gpu]] [[e]] [[dram]] [[peer]]\n")
+    return kb.record("workloads", "w", "workload", text, body="[[m]] [[gpu]] [[e]] [[dram]] [[peer]] [[link]]\n")
 
 
 def settings(**changed: str) -> list[str]:

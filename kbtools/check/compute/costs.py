@@ -108,14 +108,21 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
 
 
 def not_given(c: Computer, record: Record, name: str, missing: MissingName) -> bool:
+    """Whether a cost the record's type supplies (x-kb-costs) does not apply: it reads a field the record
+    leaves out, or a field a record it names has no value for (a workload on an accelerator whose record
+    gives no host link). A type's cost is a question asked of every record; what the records cannot answer
+    is said where the answer is shown (kb plan names the field), never an error of the record. A cost the
+    record writes itself is its author's claim, and a gap in it stays an error."""
     record_type = c.types.get(record.type) if record.type else None
+    if record_type is None or name not in record_type.costs:
+        return False
+    if isinstance(missing, AbsentValue) and missing.record != record.key:
+        return True  # a field of another record, read through a reference or a function of it
     field = missing.name.split(".")[0]
+    if "." in missing.name and field in record_type.plan.properties and field in record.data:
+        return True  # model.weight_bytes: the record names the model, whose record lacks the field
     return (
-        record_type is not None
-        and name in record_type.costs
-        and field in record_type.plan.properties
-        and field not in record.data
-        and field not in record.mapping("inputs")
+        field in record_type.plan.properties and field not in record.data and field not in record.mapping("inputs")
     )
 
 

@@ -21,7 +21,7 @@ from kbtools.check.compute.values import (
 from kbtools.check.links import walk_plan
 from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic
-from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, in_unit, parse_formula
+from kbtools.lang.formula import AbsentValue, Formula, FormulaError, MissingName, evaluate, in_unit, parse_formula
 from kbtools.lang.units import (
     QuantityError,
     Written,
@@ -364,7 +364,14 @@ def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: 
                 return bound[parts[0]]
             return fields(parts)
 
-        quantity = evaluate(formula, lookup, parameters.param_lookup(c, target, {}, inner))
+        try:
+            quantity = evaluate(formula, lookup, parameters.param_lookup(c, target, {}, inner))
+        except MissingName as exc:
+            if isinstance(exc, AbsentValue):
+                raise
+            # a field of the called record that it leaves out: the record's own gap, as `tier.field` would be
+            # (a for_each with skip_missing leaves its row out), named with the record
+            raise AbsentValue(exc.name, target.key, f"{target.key} has no value for '{exc.name}'") from None
         unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
         if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
             raise FormulaError("KB504", f"{text}: {function}() gives {format_quantity(quantity)}, not {unit}")

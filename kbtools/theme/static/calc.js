@@ -129,7 +129,7 @@
         fn: (n, f, a) => callOn(key, f, a),
       });
     };
-    const scopeFor = (bindings, row) => ({
+    const scopeFor = (bindings, row, list) => ({
       name: (n) => {
         if (values[n] && values[n].band) {
           const cond = INPUT + n;
@@ -142,9 +142,15 @@
           return cond in joint ? values[n].alts.find((a) => a.text === joint[cond]).v : values[n].value;
         }
         if (values[n] && values[n].value) return values[n].value;
-        if (model.costs.some((c) => c.name === n)) {
+        const read = model.costs.find((c) => c.name === n);
+        if (read) {
           const v = cost(n, bindings, row);
-          return v.rows && row && v.rows[row] ? v.rows[row] : v;
+          if (v.rows && row) {
+            if (row in v.rows) return v.rows[row];
+            // a row the table left out (skip_missing) is left out of a table over the same rows reading it, as kb does
+            if (read.for_each && read.for_each[1] === list) missing(`${n} has no row for ${row}`, row);
+          }
+          return v;
         }
         return under(record.values[n] || missing(`'${n}' has no value`), joint, found);
       },
@@ -165,7 +171,7 @@
         const rows = {};
         for (const key of keys) {
           try {
-            rows[key] = evaluate(spec.tree, scopeFor({ ...bindings, [variable]: key }, key));
+            rows[key] = evaluate(spec.tree, scopeFor({ ...bindings, [variable]: key }, key, list));
           } catch (e) {
             // skip_missing: a row whose record has no value for a field is left out, as kb leaves it out
             if (!(spec.skip_missing && e.missing && e.record === key)) throw e;
