@@ -13,7 +13,8 @@ annotations a type's schema may carry:
   record is a calculation (a workload's plan); a cost reading a field the record leaves out does not apply;
 - `x-kb-plan`: how `kb plan` lays out the type's costs: {over: the list field its per-option tables run over,
   rank_by: the per-option cost the options are ranked by (least first), verdict: the per-option ratio of two
-  times it words as a verdict};
+  times it words as a verdict, limits: {cost: words} broken above 1, stages: {cost: {stage cost: words}} for a
+  cost that is the least of its stages, whose slowest the plan names};
 - `x-kb-new: true` on an optional field: `kb new` drafts it too (a source's `origin`);
 - `x-kb-functions`: functions of a record of this type, called in formulas as `record.name(args)`
   (name -> {parameters: {name: unit}, formula, unit}): a figure that depends on an argument, such as

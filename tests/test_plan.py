@@ -8,12 +8,12 @@ import json
 
 import pytest
 from conftest import REPO, run_kb
+from plan_support import close, exported_records, figure_reader, plan, tier
 
 H100_NODE = [
     "model=llama-3-1-70b",
     "accelerator=nvidia-h100-sxm",
     "gpus=8",
-    "scale_up=peer-hbm-nvlink4",
 ]
 
 # The five workloads planned below, as kb plan's settings; the page test writes each as a workload record.
@@ -30,7 +30,6 @@ WORKLOADS = {
         "model=deepseek-v3",
         "accelerator=nvidia-h100-sxm",
         "gpus=8",
-        "scale_up=peer-hbm-nvlink4",
         "engine=lmcache,sglang",
         "prefix_tokens=32000",
         "hit_rate=1",
@@ -48,7 +47,7 @@ WORKLOADS = {
         "engine=lmcache",
         "prefix_tokens=32768",
         "hit_rate=1",
-        "distinct_prefixes=2000",
+        "distinct_prefixes=100",
         "request_rate=20",
         "tiers=local-nvme-gen4,gpu-hbm-h100,host-dram-pcie5",
     ],
@@ -60,32 +59,7 @@ MOONCAKE = "workloads/mooncake-fast25-llama3-70b-8k-a800"  # the published one, 
 def stated(tmp_path_factory):
     """Every record's figures as kb reads them (in each field's canonical unit): the hand arithmetic
     starts from these, never from a figure kb plan computed."""
-    out = tmp_path_factory.mktemp("export") / "kb.json"
-    done = run_kb("--root", str(REPO), "export", "--json", str(out))
-    assert done.returncode == 0, done.stderr
-    records = {r["key"]: r for r in json.loads(out.read_text())["records"]}
-
-    def figure(key, field):
-        record = records[key]
-        if field in record["values"]:
-            return record["values"][field]["value"]
-        return record["data"][field]  # a plain number the record writes (num_layers)
-
-    return figure
-
-
-def plan(*settings):
-    done = run_kb("--root", str(REPO), "plan", *settings, "--format", "json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def tier(found, key):
-    return next(t for t in found["tiers"] if t["key"] == key)["figures"]
-
-
-def close(a, b, rel=1e-3):
-    return a == pytest.approx(b, rel=rel)
+    return figure_reader(exported_records(tmp_path_factory.mktemp("export")))
 
 
 def kv_and_flops(stated, model, tokens):
@@ -140,15 +114,19 @@ def test_an_mla_model_under_two_engines_names_the_engine(stated):
     kv = stated(model, "kv_bytes_per_token") * 32000 / 1e9  # GB
     gds = "storage-tiers/nvme-gds-local"
     drives = 8 * stated(gds, "links_per_accelerator")  # shared by the node: every drive serves any reader
-    nvlink = stated("storage-tiers/peer-hbm-nvlink4", "bandwidth")
-    once = kv / (drives * stated(gds, "bandwidth")) + kv / nvlink  # s: one read, then the broadcast
-    every = 8 * kv / (drives * stated(gds, "bandwidth"))  # every rank reads the whole prefix
+    h100 = "accelerators/nvidia-h100-sxm"
+    pcie = stated(f"interconnects/{stated(h100, 'host_link')}", "bandwidth_per_direction")
+    nvlink = stated(f"interconnects/{stated(h100, 'scale_up_link')}", "bandwidth_per_direction")
+    # one read by one rank, at the slower of the node's drives and its own PCIe link, then the broadcast over
+    # the H100's own NVLink; or every rank reading the whole prefix at its share of the drives
+    once = kv / min(drives * stated(gds, "bandwidth"), pcie) + kv / nvlink  # s
+    every = 8 * kv / (drives * stated(gds, "bandwidth"))
     figures = tier(found, gds)
     cases = {case["when"]: case["value"] for case in figures["hit_time"]["cases"]}
     lmcache, sglang = (next(v for w, v in cases.items() if name in w) for name in ("LMCache", "SGLang"))
     assert close(lmcache, once * 1e3) and close(sglang, every * 1e3)
     assert close(figures["hit_time"]["low"], once * 1e3) and close(figures["hit_time"]["high"], every * 1e3)
-    assert close(found["figures"]["node_bytes"]["high"], 8 * kv)
+    assert close(figures["node_bytes"]["high"], 8 * kv)
     verdict = found["tiers"][0]["verdict"]
     assert verdict.startswith("faster or slower") and "faster if engine is LMCache" in verdict, verdict
 
@@ -171,12 +149,15 @@ def test_bands_give_the_range_at_their_corners(stated):
 
 
 def test_the_working_set_and_the_load_flag_a_tier_that_cannot_serve(stated):
-    """2,000 distinct 32K prefixes do not fit one H100's HBM; 20 requests a second of 32K hits need more
-    than the node's Gen4 drives give. Both are said, and such tiers rank last."""
+    """100 distinct 32K prefixes do not fit the node's HBM once the weights are in; 20 requests a second of
+    32K hits need more than the node's Gen4 drives give; host DRAM holds them and keeps up. Both limits are
+    said, and those tiers rank last."""
     found = plan(*WORKLOADS["fit-and-load"])
     kv, _ = kv_and_flops(stated, "models/llama-3-1-70b", 32768)
     hbm = tier(found, "storage-tiers/gpu-hbm-h100")
-    assert close(hbm["tier_fill"]["value"], 2000 * kv / stated("storage-tiers/gpu-hbm-h100", "capacity"))
+    weights = stated("models/llama-3-1-70b", "params_total") * 2  # GB, BF16
+    pool = 8 * stated("storage-tiers/gpu-hbm-h100", "capacity") - weights  # LMCache reserves no HBM share itself
+    assert close(hbm["tier_fill"]["value"], 100 * kv / pool)
     gen4 = tier(found, "storage-tiers/local-nvme-gen4")
     drive, links = (
         stated("storage-tiers/local-nvme-gen4", "bandwidth"),

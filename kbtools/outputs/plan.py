@@ -21,6 +21,7 @@ characters as escapes and the CSV neutralises a cell a spreadsheet would run as 
 
 from __future__ import annotations
 
+import ast
 import datetime
 import hashlib
 import json
@@ -81,12 +82,26 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Bottleneck:
+    """The stage that sets a figure taken as the least of its stages (x-kb-plan's `stages`)."""
+
+    figure: str  # the figure the stages bound: reader_rate
+    stage: str  # the slowest stage's figure: host_link_rate
+    words: str  # what that stage is: "the accelerator's host link"
+
+    def data(self) -> dict[str, str]:
+        return {"figure": self.figure, "stage": self.stage, "words": self.words}
+
+
+@dataclass(frozen=True)
 class Option:
     key: str
     name: str
     figures: tuple[Figure, ...]
     verdict: str | None
     breaches: tuple[str, ...]  # the limits its figures break ("the working set does not fit")
+    bottlenecks: tuple[Bottleneck, ...] = ()
+    unpriced: tuple[str, ...] = ()  # why a figure the plan ranks or limits by is missing: the fields it lacks
 
 
 @dataclass(frozen=True)
@@ -247,6 +262,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
     spec = record_type.planning
     over, rank_by, worded = str(spec.get("over", "")), str(spec.get("rank_by", "")), spec.get("verdict")
     limits: dict[str, str] = spec.get("limits", {}) if isinstance(spec.get("limits"), dict) else {}
+    stages: dict[str, dict[str, str]] = spec.get("stages", {}) if isinstance(spec.get("stages"), dict) else {}
     diagnostics: tuple[Any, ...] = ()
     if record.key in corpus.records and corpus.records[record.key] is record:
         values = corpus.values(record.key)
@@ -265,6 +281,16 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         found = specs.get(name)
         return str(found.get("label", name)) if isinstance(found, dict) else name
 
+    over_var = next(
+        (
+            var
+            for s in specs.values()
+            if isinstance(s, dict) and isinstance(s.get("for_each"), dict)
+            for var, listed in s["for_each"].items()
+            if listed == over
+        ),
+        over,
+    )
     node, per_option = [], {}
     for name, value in values.costs.items():
         each = specs.get(name, {}).get("for_each") if isinstance(specs.get(name), dict) else None
@@ -287,13 +313,128 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
             for name, words in limits.items()
             if key in per_option.get(name, {}) and _ratio(per_option[name][key]) > 1
         )
-        options.append(Option(key, str(target.data.get("name", key)) if target else key, figures, said, breaches))
+        bottlenecks = tuple(
+            slowest
+            for figure, named in stages.items()
+            if (slowest := _slowest(figure, named, per_option, key)) is not None
+        )
+        unpriced = tuple(
+            f"{'no ' + name if name == rank_by else 'not checked (' + limits[name] + ')'}: "
+            + _missing(corpus, record, specs, over_var, name, key, target)
+            for name in (rank_by, *limits)
+            if key not in per_option.get(name, {}) and name in specs
+        )
+        options.append(
+            Option(
+                key,
+                str(target.data.get("name", key)) if target else key,
+                figures,
+                said,
+                breaches,
+                bottlenecks,
+                unpriced,
+            )
+        )
 
     def rank(option: Option) -> tuple:
         found = next((f for f in option.figures if f.name == rank_by), None)
         return (len(option.breaches), found is None, _magnitude(found.value) if found else 0.0)
 
     return Plan(record, over, rank_by, tuple(node), tuple(sorted(options, key=rank)), diagnostics)
+
+
+def _slowest(figure: str, stages: dict[str, str], per_option: dict, key: str) -> Bottleneck | None:
+    """The stage of `figure` (the least of `stages`) with the least figure for option `key`; on a tie the
+    one listed first. None when a stage has no figure for the option."""
+    found = [(name, per_option.get(name, {}).get(key)) for name in stages]
+    if not found or any(value is None or value.quantity is None for _, value in found):
+        return None
+    name, _ = min(found, key=lambda item: _magnitude(item[1]))  # min keeps the first of equals
+    return Bottleneck(figure, name, str(stages[name]))
+
+
+def _missing(corpus: Corpus, record: Record, specs: dict, var: str, name: str, key: str, target: Record | None) -> str:
+    """Why option `key` has no `name`: the fields that the costs `name` rests on read and that have no value,
+    found by following the costs' formulas: of the option's record (`var.field`), of a record the planned
+    one names (`model.weight_bytes`), and of the planned record itself."""
+    from kbtools.lang.formula import FormulaError, parse_formula
+
+    index = Index(corpus)
+    read: dict[tuple[str, ...], None] = {}
+    stack, seen = [name], set()
+    while stack:
+        cost = stack.pop()
+        if cost in seen or not isinstance(specs.get(cost), dict):
+            continue
+        seen.add(cost)
+        try:
+            tree = parse_formula(str(specs[cost].get("formula", ""))).tree
+        except FormulaError:  # a formula the check already reported
+            continue
+        for parts in _required_names(tree):
+            if len(parts) == 1 and parts[0] in specs:
+                stack.append(parts[0])
+            elif parts[0] != var or len(parts) == 2:
+                read.setdefault(parts, None)
+    lacking: dict[str, list[str]] = {}  # whose -> fields
+    inputs = record.mapping("inputs")
+    for parts in read:
+        if len(parts) == 1:
+            if record.data.get(parts[0]) is None and parts[0] not in inputs:
+                lacking.setdefault("the workload", []).append(parts[0])
+            continue
+        named = target if parts[0] == var else None
+        if parts[0] != var and isinstance(record.data.get(parts[0]), str):
+            named, _ = index.resolve(record.data[parts[0]])
+        if named is None:
+            continue
+        if parts[1].endswith("()"):  # a function of the record's type: the fields its formula reads
+            fields = _function_fields(corpus, named, parts[1][:-2])
+        else:
+            fields = [parts[1]]
+        for field in fields:
+            if corpus.values(named.key).value(field) is None:
+                lacking.setdefault(named.key, []).append(field)
+    said = [f"{whose} has no {', '.join(dict.fromkeys(fields))}" for whose, fields in lacking.items()]
+    return "; ".join(said) or f"kb explain {key} says what is missing"
+
+
+def _function_fields(corpus: Corpus, record: Record, function: str) -> list[str]:
+    """The fields of `record` that its type's function (x-kb-functions) cannot do without."""
+    from kbtools.check.compute.values import matching
+    from kbtools.lang.formula import FormulaError, parse_formula
+
+    found = corpus.registry.types.get(record.type)
+    spec = matching(record, found.functions.get(function)) if found is not None else None
+    if not isinstance(spec, dict):
+        return []
+    parameters: dict = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
+    try:
+        tree = parse_formula(str(spec.get("formula", ""))).tree
+    except FormulaError:
+        return []
+    return [parts[0] for parts in _required_names(tree) if len(parts) == 1 and parts[0] not in parameters]
+
+
+def _required_names(tree: ast.AST) -> list[tuple[str, ...]]:
+    """The names and name.attr a formula cannot do without: a function's own name is none, nor is the name
+    default(name, fallback) falls back from."""
+    found: list[tuple[str, ...]] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call):
+            args = node.args[1:] if isinstance(node.func, ast.Name) and node.func.id == "default" else node.args
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                found.append((node.func.value.id, node.func.attr + "()"))  # record.function(args)
+            stack.extend(args)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            found.append((node.value.id, node.attr))
+        elif isinstance(node, ast.Name):
+            found.append((node.id,))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _ratio(value: Value) -> float:
@@ -320,6 +461,8 @@ def as_json(plan: Plan) -> str:
                 "name": o.name,
                 "verdict": o.verdict,
                 "limits_broken": list(o.breaches),
+                "limited_by": [b.data() for b in o.bottlenecks],
+                "not_priced": list(o.unpriced),
                 "figures": {f.name: f.data() for f in o.figures},
             }
             for n, o in enumerate(plan.options, 1)
@@ -330,7 +473,7 @@ def as_json(plan: Plan) -> str:
 
 def as_csv(plan: Plan) -> str:
     names = list(dict.fromkeys(f.name for o in plan.options for f in o.figures))
-    columns = ["rank", "key", "name", "verdict", "limits_broken"]
+    columns = ["rank", "key", "name", "verdict", "limits_broken", "limited_by", "not_priced"]
     for name in names:
         columns += [name, f"{name}_low", f"{name}_high", f"{name}_unit"]
     rows = []
@@ -341,6 +484,8 @@ def as_csv(plan: Plan) -> str:
             "name": option.name,
             "verdict": option.verdict or "",
             "limits_broken": "; ".join(option.breaches),
+            "limited_by": "; ".join(f"{b.figure}: {b.words}" for b in option.bottlenecks),
+            "not_priced": "; ".join(option.unpriced),
         }
         for figure in option.figures:
             data = figure.data()
@@ -373,10 +518,10 @@ def as_text(plan: Plan, explain: bool = False) -> str:
             lines.append(f"     a hit against the recompute: {option.verdict}")
         for broken in option.breaches:
             lines.append(f"     ! {broken}")
-        if not option.figures:
-            lines.append(
-                f"     no figures: its record has no value for something the formulas read (kb explain {option.key})"
-            )
+        for bottleneck in option.bottlenecks:
+            lines.append(f"     {bottleneck.figure} limited by {bottleneck.words}")
+        for why in option.unpriced:
+            lines.append(f"     {why}")
         for figure in option.figures:
             lines.extend(_figure_lines(figure, width, "     ", explain))
     # names, conditions, labels and ids are the records' authors' text: none may drive the terminal
