@@ -109,7 +109,6 @@ WORKLOAD = {
     "engine": "e",
     "prefix_tokens": "8192 token",
     "hit_rate": "0.9",
-    "scale_up": "peer",
     "tiers": "[dram]",
 }
 

@@ -8,7 +8,7 @@ verdicts, units and provenance like any figure of the corpus, and its page on th
 (over a record, FIELD=VALUE changes it), computed without writing anything:
 
     kb plan model=llama-3-1-70b accelerator=nvidia-h100-sxm gpus=8 prefix_tokens=8192 hit_rate=0.8:0.9:0.95 \\
-        engine=lmcache,sglang tiers=host-dram-pcie5,local-nvme-gen5 scale_up=peer-hbm-nvlink4
+        engine=lmcache,sglang tiers=host-dram-pcie5,local-nvme-gen5
 
 A quantity may be a band, LOW:VALUE:HIGH; a reference field given several records (engine=a,b) becomes a
 choice among them (`inputs: {engine: {choose: [...]}}`), so every figure is computed for each. The settings
