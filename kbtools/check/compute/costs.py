@@ -121,9 +121,7 @@ def not_given(c: Computer, record: Record, name: str, missing: MissingName) -> b
     field = missing.name.split(".")[0]
     if "." in missing.name and field in record_type.plan.properties and field in record.data:
         return True  # model.weight_bytes: the record names the model, whose record lacks the field
-    return (
-        field in record_type.plan.properties and field not in record.data and field not in record.mapping("inputs")
-    )
+    return field in record_type.plan.properties and field not in record.data and field not in record.mapping("inputs")
 
 
 def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str) -> bool:
