@@ -24,20 +24,26 @@ def host_link(stated, accelerator):
     return stated(f"interconnects/{stated(accelerator, 'host_link')}", "bandwidth_per_direction")
 
 
+def on_eight_h100s(model: str, engine: str, tokens: int, tiers: str, *more: str) -> list[str]:
+    """kb plan's settings for `model` on a node of eight H100s under `engine`, every request a hit."""
+    return [
+        f"model={model}",
+        "accelerator=nvidia-h100-sxm",
+        "gpus=8",
+        f"engine={engine}",
+        f"prefix_tokens={tokens}",
+        "hit_rate=1",
+        f"tiers={tiers}",
+        *more,
+    ]
+
+
 def test_qwen3_235b_at_tp8_under_lmcache_reads_on_every_rank_and_ranks_host_dram_first(stated):
     """Qwen3-235B is GQA with 4 KV heads: at TP8 every head is held twice, and LMCache reads on every rank
     (its first-rank-only read is for MLA only), so 8 readers read both copies and nothing is broadcast.
     Host DRAM over each GPU's own PCIe 5 link then beats the node's shared Gen5 drives."""
     model = "models/qwen3-235b-a22b"
-    found = plan(
-        "model=qwen3-235b-a22b",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=lmcache",
-        "prefix_tokens=8192",
-        "hit_rate=1",
-        "tiers=local-nvme-gen5,host-dram-pcie5",
-    )
+    found = plan(*on_eight_h100s("qwen3-235b-a22b", "lmcache", 8192, "local-nvme-gen5,host-dram-pcie5"))
     kv = gqa_kv_bytes(stated, model, 8192)
     copies = 8 / stated(model, "num_kv_heads")
     assert copies == 2 and found["figures"]["read_once"]["value"] == 0
@@ -58,13 +64,7 @@ def test_one_reading_rank_is_held_to_its_own_host_link(stated):
     H100's own NVLink. From a pool of the node's NICs or its striped drives that rank still reads through
     its one PCIe 5 x16 link, so the pool, the drives and host DRAM tie; the plan names the host link."""
     found = plan(
-        "model=deepseek-v3",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=lmcache",
-        "prefix_tokens=32000",
-        "hit_rate=1",
-        "tiers=host-dram-pcie5,local-nvme-gen5,mooncake-store-multi-nic",
+        *on_eight_h100s("deepseek-v3", "lmcache", 32000, "host-dram-pcie5,local-nvme-gen5,mooncake-store-multi-nic")
     )
     kv = stated("models/deepseek-v3", "kv_bytes_per_token") * 32000 / 1e9
     scale_up = stated(f"interconnects/{stated(H100, 'scale_up_link')}", "bandwidth_per_direction")
@@ -79,18 +79,7 @@ def test_one_reading_rank_is_held_to_its_own_host_link(stated):
             {"figure": "reader_rate", "stage": "host_link_rate", "words": "the accelerator's host link"}
         ]
     assert close(tier(found, "storage-tiers/host-dram-pcie5")["hit_time"]["value"], floor)
-    text = run_kb(
-        "--root",
-        str(REPO),
-        "plan",
-        "model=deepseek-v3",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=lmcache",
-        "prefix_tokens=32000",
-        "hit_rate=1",
-        "tiers=local-nvme-gen5",
-    )
+    text = run_kb("--root", str(REPO), "plan", *on_eight_h100s("deepseek-v3", "lmcache", 32000, "local-nvme-gen5"))
     assert "reader_rate limited by the accelerator's host link" in text.stdout, text.stdout
 
 
@@ -165,18 +154,7 @@ def test_no_reader_of_any_tier_reads_faster_than_its_host_link_and_every_tier_is
 def test_a_figure_kb_cannot_give_names_what_is_missing():
     """A tier with no recorded capacity and a workload without a request rate: the plan says which field
     of which record it lacks, instead of leaving the check out in silence."""
-    done = run_kb(
-        "--root",
-        str(REPO),
-        "plan",
-        "model=llama-3-1-70b",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=lmcache",
-        "prefix_tokens=8192",
-        "hit_rate=1",
-        "tiers=peer-hbm-nvlink4",
-    )
+    done = run_kb("--root", str(REPO), "plan", *on_eight_h100s("llama-3-1-70b", "lmcache", 8192, "peer-hbm-nvlink4"))
     assert done.returncode == 0, done.stderr
     assert "not checked (the hits need more read bandwidth than the tier has): the workload has no request_rate" in (
         done.stdout
@@ -190,15 +168,7 @@ def test_the_recompute_runs_at_the_precision_the_weights_ship_in_and_the_seed_ag
     the seed give one number."""
     model = "models/deepseek-v3"
     assert records[model]["data"]["weight_dtype"] == "fp8"
-    found = plan(
-        "model=deepseek-v3",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=lmcache",
-        "prefix_tokens=32000",
-        "hit_rate=1",
-        "tiers=host-dram-pcie5",
-    )
+    found = plan(*on_eight_h100s("deepseek-v3", "lmcache", 32000, "host-dram-pcie5"))
     linear = stated(model, "flops_per_token") * 1e9 * 32000  # GFLOP/token
     attention = stated(model, "causal_attention_flops") * 32000**2
     fp8, bf16 = (stated(H100, f"peak_{p}_dense") * 1e12 for p in ("fp8", "bf16"))
@@ -217,14 +187,7 @@ def test_hbm_holds_the_kv_after_the_weights_and_the_engines_reserve(stated):
     HBM less the weights; 100 distinct 32K prefixes do not fit there, and do fit the node's host DRAM."""
     model, engine = "models/llama-3-1-70b", "engines/vllm"
     found = plan(
-        "model=llama-3-1-70b",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=vllm",
-        "prefix_tokens=32768",
-        "distinct_prefixes=100",
-        "hit_rate=1",
-        "tiers=gpu-hbm-h100,host-dram-pcie5",
+        *on_eight_h100s("llama-3-1-70b", "vllm", 32768, "gpu-hbm-h100,host-dram-pcie5", "distinct_prefixes=100")
     )
     weights = stated(model, "params_total") * 2  # GB: BF16, 2 bytes a parameter
     pool = 8 * stated(H100, "memory_capacity") * stated(engine, "gpu_memory_fraction") - weights
@@ -245,16 +208,7 @@ def test_an_engine_that_loads_layer_by_layer_overlaps_the_hit_with_the_uncached_
     the forward pass, the hit's TTFT is the longer of load and compute plus one layer of the shorter; under
     LMCache, whose load finishes first by default, it is their sum."""
     model = "models/llama-3-1-70b"
-    found = plan(
-        "model=llama-3-1-70b",
-        "accelerator=nvidia-h100-sxm",
-        "gpus=8",
-        "engine=sglang,lmcache",
-        "prefix_tokens=8192",
-        "uncached_tokens=256",
-        "hit_rate=1",
-        "tiers=host-dram-pcie5",
-    )
+    found = plan(*on_eight_h100s("llama-3-1-70b", "sglang,lmcache", 8192, "host-dram-pcie5", "uncached_tokens=256"))
     assert stated("engines/sglang", "overlaps_load_with_compute") == 1
     assert stated("engines/lmcache", "overlaps_load_with_compute") == 0
     bf16 = stated(H100, "peak_bf16_dense") * 1e12
