@@ -316,7 +316,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         bottlenecks = tuple(
             slowest
             for figure, named in stages.items()
-            if (slowest := _slowest(figure, named, per_option, key)) is not None
+            if (slowest := slowest_stage(figure, named, per_option, key)) is not None
         )
         unpriced = tuple(
             f"{'no ' + name if name == rank_by else 'not checked (' + limits[name] + ')'}: "
@@ -343,9 +343,10 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
     return Plan(record, over, rank_by, tuple(node), tuple(sorted(options, key=rank)), diagnostics)
 
 
-def _slowest(figure: str, stages: dict[str, str], per_option: dict, key: str) -> Bottleneck | None:
-    """The stage of `figure` (the least of `stages`) with the least figure for option `key`; on a tie the
-    one listed first. None when a stage has no figure for the option."""
+def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: str) -> Bottleneck | None:
+    """The stage of `figure` (the least of `stages`, x-kb-plan's `stages`) with the least figure for option
+    `key` (per_option: cost -> {option key: Value}); on a tie the one listed first. None when a stage has no
+    figure for the option. The plan and the planner page name the bottleneck with it."""
     found = [(name, per_option.get(name, {}).get(key)) for name in stages]
     if not found or any(value is None or value.quantity is None for _, value in found):
         return None

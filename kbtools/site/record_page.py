@@ -209,7 +209,27 @@ class RecordPage(Page):
             for row in host["value"]["rows"]:
                 row.setdefault("beside", []).append(figures.get(row["key"]))
             del views[name]
+        self._name_bottlenecks(record, computed, views)
         return list(views.values())
+
+    def _name_bottlenecks(self, record: Record, computed: RecordValues, views: dict[str, dict[str, Any]]) -> None:
+        """Each row of a figure that is the least of its stages (the type's x-kb-plan `stages`) says which
+        stage limits it, as kb plan says it: "limited by the accelerator's host link"."""
+        from kbtools.outputs.plan import slowest_stage
+
+        record_type = self.corpus.registry.types.get(record.type or "")
+        stages = record_type.planning.get("stages") if record_type is not None else None
+        if not isinstance(stages, dict):
+            return
+        per_option = {name: dict(value.rows or ()) for name, value in computed.costs.items()}
+        for figure, named in stages.items():
+            view = views.get(figure)
+            if view is None or not isinstance(named, dict) or "rows" not in view["value"]:
+                continue
+            for row in view["value"]["rows"]:
+                found = slowest_stage(figure, named, per_option, row["key"])
+                if found is not None:
+                    row["limited_by"] = found.words
 
 
 def record_view(record: Record) -> dict[str, Any]:
