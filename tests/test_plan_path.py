@@ -222,3 +222,18 @@ def test_an_engine_that_loads_layer_by_layer_overlaps_the_hit_with_the_uncached_
     lmcache = next(v for w, v in cases.items() if "LMCache" in w)
     assert close(sglang, max(hit, compute) + min(hit, compute) / stated(model, "num_layers"))
     assert close(lmcache, hit + compute)
+
+
+def test_the_attainable_hit_is_priced_at_the_measured_rates_beside_the_nominal_one(stated):
+    """Host DRAM over the H100's PCIe 5 link: nominal 63 GB/s one way, vLLM measured 50 GB/s for both the tier
+    and the link. The hit time is the nominal end, attainable_hit_time the measured one."""
+    found = plan(*on_eight_h100s("llama-3-1-70b", "lmcache", 8192, "host-dram-pcie5"))
+    per_reader = gqa_kv_bytes(stated, "models/llama-3-1-70b", 8192) / 8
+    dram = "storage-tiers/host-dram-pcie5"
+    link = f"interconnects/{stated(H100, 'host_link')}"
+    nominal = min(stated(dram, "bandwidth"), stated(link, "bandwidth_per_direction"))
+    measured = min(stated(dram, "measured_bandwidth"), stated(link, "measured_bandwidth"))
+    assert measured < nominal
+    figures = tier(found, dram)
+    assert close(figures["hit_time"]["value"], per_reader / nominal * 1e3)
+    assert close(figures["attainable_hit_time"]["value"], per_reader / measured * 1e3)
