@@ -16,6 +16,7 @@ import ctypes
 import errno
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -146,10 +147,24 @@ def _kbs_own(directory: Path) -> bool:
         return False
 
 
+def _own_directory(prefix: str, parent: Path) -> Path:
+    """A new directory named `prefix` + random letters in `parent`, noted as this process's before it is
+    made: a stop signal (kb serve turns SIGTERM into KeyboardInterrupt) landing between making it and noting
+    it would leave a directory nobody removes. A name noted but never made is harmless to remove."""
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        _MADE_HERE.add(str(path))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free name for a staging directory in {parent}")
+
+
 def new_staging(out: Path) -> Path:
     _MADE_HERE.difference_update([p for p in _MADE_HERE if not os.path.lexists(p)])  # kept to the ones still there
-    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out), dir=out.parent))
-    _MADE_HERE.add(str(staging))
+    staging = _own_directory(_staging_prefix(out), out.parent)
     (staging / STAGING_MARK).write_text("kb build staging directory; safe to delete when no build runs\n")
     os.chmod(staging, 0o755)  # mkdtemp makes it 0700; a published site is readable
     return staging
