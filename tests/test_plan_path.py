@@ -83,15 +83,30 @@ def test_one_reading_rank_is_held_to_its_own_host_link(stated):
     assert "reader_rate limited by the accelerator's host link" in text.stdout, text.stdout
 
 
-def test_the_a800_node_reads_through_its_pcie_4_link(stated):
-    """Mooncake FAST'25's A800 node: its host link is PCIe 4 x16, so host DRAM and RDMA are read at
-    31.5 GB/s per GPU, not at the PCIe 5 tier's 63 GB/s."""
-    found = plan("workloads/mooncake-fast25-llama3-70b-8k-a800")
+def test_the_a800_node_reads_through_its_pcie_4_link_and_its_shared_host_paths(stated):
+    """An A800's host link is PCIe 4 x16, so host DRAM and RDMA are read at 31.5 GB/s per GPU, not at the PCIe 5
+    tier's 63 GB/s. Mooncake FAST'25's own testbed (its system record) also shares 128 GB/s of host-to-device
+    bandwidth among the node's eight GPUs, below their eight links: its workload is held to that share."""
     kv = gqa_kv_bytes(stated, "models/llama-3-1-70b", 8192)
     link = host_link(stated, A800)
     assert link == pytest.approx(31.5, rel=0.01)
+    alone = plan(
+        "model=llama-3-1-70b",
+        "accelerator=nvidia-a800-sxm",
+        "gpus=8",
+        "engine=mooncake",
+        "prefix_tokens=8192",
+        "hit_rate=1",
+        "tiers=host-dram-pcie5,remote-dram-rdma-400g",
+    )
+    found = plan("workloads/mooncake-fast25-llama3-70b-8k-a800")
+    node = stated("systems/mooncake-fast25-a800-testbed", "host_to_device_bandwidth")
+    assert node < 8 * link
     for key in ("storage-tiers/host-dram-pcie5", "storage-tiers/remote-dram-rdma-400g"):
-        assert close(tier(found, key)["hit_time"]["value"], kv / 8 / link * 1e3), key
+        assert close(tier(alone, key)["hit_time"]["value"], kv / 8 / link * 1e3), key
+        assert close(tier(found, key)["hit_time"]["value"], kv / 8 / (node / 8) * 1e3), key
+        option = next(t for t in found["tiers"] if t["key"] == key)
+        assert [b["stage"] for b in option["limited_by"]] == ["node_host_rate"], option["limited_by"]
 
 
 def _offload_tiers(records):

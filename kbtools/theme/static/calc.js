@@ -109,7 +109,8 @@
       }
       if (values[name] && values[name].ref) return values[name].ref;
       if (name in record.refs && typeof record.refs[name] === "string") return record.refs[name];
-      return fail(`'${name}' is not a record`);
+      // a reference the record leaves out (a workload naming no system): missing, so default() falls back as kb's does
+      return missing(`'${name}' names no record here`);
     };
     const valueOf = (key, field) => {
       const target = model.records[key] || fail(`no data for ${key}`);
