@@ -470,10 +470,13 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
         if site.rebuild() and search:
             index.start(site.version)
         thread.start()
-        print(f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+        serving = f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)"
         for changes in watch(
             *site.watched(), stop_event=stop, debounce=300, step=50, rust_timeout=200, yield_on_timeout=True
         ):
+            if serving:  # said once the watcher watches (its first yield): a save after this line is seen
+                print(serving, flush=True)
+                serving = ""
             index.poll()
             touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
             if touched:
