@@ -320,7 +320,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         )
         unpriced = tuple(
             f"{'no ' + name if name == rank_by else 'not checked (' + limits[name] + ')'}: "
-            + _missing(corpus, record, specs, over_var, name, key, target)
+            + _missing(corpus, index, record, specs, over_var, name, key, target)
             for name in (rank_by, *limits)
             if key not in per_option.get(name, {}) and name in specs
         )
@@ -354,13 +354,14 @@ def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: st
     return Bottleneck(figure, name, str(stages[name]))
 
 
-def _missing(corpus: Corpus, record: Record, specs: dict, var: str, name: str, key: str, target: Record | None) -> str:
+def _missing(
+    corpus: Corpus, index: Index, record: Record, specs: dict, var: str, name: str, key: str, target: Record | None
+) -> str:
     """Why option `key` has no `name`: the fields that the costs `name` rests on read and that have no value,
     found by following the costs' formulas: of the option's record (`var.field`), of a record the planned
     one names (`model.weight_bytes`), and of the planned record itself."""
     from kbtools.lang.formula import FormulaError, parse_formula
 
-    index = Index(corpus)
     read: dict[tuple[str, ...], None] = {}
     stack, seen = [name], set()
     while stack:
