@@ -699,10 +699,14 @@ def run_cache(args: argparse.Namespace) -> int:
             elif state.remove(item.path):
                 removed, freed = removed + 1, freed + item.size
                 print(f"removed {item.path.name}: {shown(item)}{' (gone)' if item.gone else ''}, {_size(item.size)}")
-        print(f"removed the state of {_repositories(removed)} ({_size(freed)}) from {one_line(str(base / 'repos'))}")
+        print(
+            f"removed the state of {counted(removed, 'repository', 'repositories')} ({_size(freed)}) from {one_line(str(base / 'repos'))}"
+        )
         return EXIT_OK
     total = sum(item.size for item in held)
-    print(f"kb keeps its state in {one_line(str(base / 'repos'))}: {_repositories(len(held))}, {_size(total)}")
+    print(
+        f"kb keeps its state in {one_line(str(base / 'repos'))}: {counted(len(held), 'repository', 'repositories')}, {_size(total)}"
+    )
     for item in held:
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(item.last_used_s))
         flags = (" gone" if item.gone else "") + (" (an unfinished kb mv)" if item.journal else "")
@@ -710,14 +714,10 @@ def run_cache(args: argparse.Namespace) -> int:
     gone = [item for item in held if item.gone]
     if gone:
         print(
-            f"{_repositories(len(gone))} gone ({_size(sum(item.size for item in gone))}): "
+            f"{counted(len(gone), 'repository', 'repositories')} gone ({_size(sum(item.size for item in gone))}): "
             "kb cache prune removes that state"
         )
     return EXIT_OK
-
-
-def _repositories(count: int) -> str:
-    return f"{count} {'repository' if count == 1 else 'repositories'}"
 
 
 def _size(count: int) -> str:

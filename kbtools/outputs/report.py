@@ -116,9 +116,10 @@ def caused_by(diagnostics: Sequence[Diagnostic]) -> dict[int, Diagnostic]:
     return {n: diagnostics[cause] for n, cause in _causes(diagnostics).items()}
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 record', '2 records', '0 records': a number and its noun, singular for one."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 record', '2 records', '0 records': a number and its noun, singular for one (`plural` where adding an
+    s is wrong: 'repositories')."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def counts(records: int | None = None, errors: int = 0, warnings: int = 0, keep_zero: bool = True) -> list[str]:
