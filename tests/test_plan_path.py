@@ -86,7 +86,9 @@ def test_one_reading_rank_is_held_to_its_own_host_link(stated):
 def test_the_a800_node_reads_through_its_pcie_4_link_and_its_shared_host_paths(stated):
     """An A800's host link is PCIe 4 x16, so host DRAM and RDMA are read at 31.5 GB/s per GPU, not at the PCIe 5
     tier's 63 GB/s. Mooncake FAST'25's own testbed (its system record) also shares 128 GB/s of host-to-device
-    bandwidth among the node's eight GPUs, below their eight links: its workload is held to that share."""
+    bandwidth among the node's eight GPUs, below their eight links: its workload is held to that share. And
+    the testbed has four 200 Gb/s RDMA ports for eight GPUs: a pool the tier prices at one 400 Gb/s port per
+    GPU is read, on that node, at the eight readers' share of the four ports."""
     kv = gqa_kv_bytes(stated, "models/llama-3-1-70b", 8192)
     link = host_link(stated, A800)
     assert link == pytest.approx(31.5, rel=0.01)
@@ -100,13 +102,22 @@ def test_the_a800_node_reads_through_its_pcie_4_link_and_its_shared_host_paths(s
         "tiers=host-dram-pcie5,remote-dram-rdma-400g",
     )
     found = plan("workloads/mooncake-fast25-llama3-70b-8k-a800")
-    node = stated("systems/mooncake-fast25-a800-testbed", "host_to_device_bandwidth")
-    assert node < 8 * link
+    testbed = "systems/mooncake-fast25-a800-testbed"
+    node = stated(testbed, "host_to_device_bandwidth")
+    ports = stated(testbed, "compute_nics") * stated(
+        f"interconnects/{stated(testbed, 'compute_nic')}", "bandwidth_per_direction"
+    )
+    assert node < 8 * link and ports < node
     for key in ("storage-tiers/host-dram-pcie5", "storage-tiers/remote-dram-rdma-400g"):
         assert close(tier(alone, key)["hit_time"]["value"], kv / 8 / link * 1e3), key
-        assert close(tier(found, key)["hit_time"]["value"], kv / 8 / (node / 8) * 1e3), key
+    # host DRAM: the node's host-to-device share; the pool: the node's share of its four RDMA ports
+    for key, rate, stage in (
+        ("storage-tiers/host-dram-pcie5", node / 8, "node_host_rate"),
+        ("storage-tiers/remote-dram-rdma-400g", ports / 8, "node_nic_rate"),
+    ):
+        assert close(tier(found, key)["hit_time"]["value"], kv / 8 / rate * 1e3), key
         option = next(t for t in found["tiers"] if t["key"] == key)
-        assert [b["stage"] for b in option["limited_by"]] == ["node_host_rate"], option["limited_by"]
+        assert [b["stage"] for b in option["limited_by"]] == [stage], option["limited_by"]
 
 
 def _offload_tiers(records):
@@ -239,16 +250,24 @@ def test_an_engine_that_loads_layer_by_layer_overlaps_the_hit_with_the_uncached_
     assert close(lmcache, hit + compute)
 
 
-def test_the_attainable_hit_is_priced_at_the_measured_rates_beside_the_nominal_one(stated):
+def test_the_hit_spans_the_nominal_rates_to_the_measured_ones_and_says_which_end_is_which(stated):
     """Host DRAM over the H100's PCIe 5 link: nominal 63 GB/s one way, vLLM measured 50 GB/s for both the tier
-    and the link. The hit time is the nominal end, attainable_hit_time the measured one."""
-    found = plan(*on_eight_h100s("llama-3-1-70b", "lmcache", 8192, "host-dram-pcie5"))
+    and the link. The hit time is computed at the nominal end and spans to the measured one, and so does every
+    figure that reads it (the TTFT); the JSON says which rates give each end. The Gen5 drives, which record no
+    measured rate and are slower than either end of the link, have one figure."""
+    found = plan(*on_eight_h100s("llama-3-1-70b", "lmcache", 8192, "host-dram-pcie5,local-nvme-gen5"))
     per_reader = gqa_kv_bytes(stated, "models/llama-3-1-70b", 8192) / 8
     dram = "storage-tiers/host-dram-pcie5"
     link = f"interconnects/{stated(H100, 'host_link')}"
     nominal = min(stated(dram, "bandwidth"), stated(link, "bandwidth_per_direction"))
     measured = min(stated(dram, "measured_bandwidth"), stated(link, "measured_bandwidth"))
     assert measured < nominal
-    figures = tier(found, dram)
-    assert close(figures["hit_time"]["value"], per_reader / nominal * 1e3)
-    assert close(figures["attainable_hit_time"]["value"], per_reader / measured * 1e3)
+    hit = tier(found, dram)["hit_time"]
+    assert close(hit["value"], per_reader / nominal * 1e3) and close(hit["low"], hit["value"])
+    assert close(hit["high"], per_reader / measured * 1e3)
+    assert "at its nominal rate" in hit["low_when"] and "at its measured rate" not in hit["low_when"]
+    assert "at its measured rate" in hit["high_when"], hit["high_when"]
+    ttft = tier(found, dram)["ttft"]  # hit_rate=1: the TTFT's prefix part is the hit
+    assert close(ttft["low"], hit["low"]) and close(ttft["high"], hit["high"])
+    drives = tier(found, "storage-tiers/local-nvme-gen5")["hit_time"]
+    assert drives["low"] == drives["high"] == drives["value"]

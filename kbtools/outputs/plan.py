@@ -76,6 +76,9 @@ class Figure:
             "high": number(high),
             "unit": unit or f"{self.value.quantity.units:~P}",
             "cases": [{"when": scenario_text(s), "value": number(q)} for s, q in self.value.variants],
+            # which end is which: the first combination of conditions that gives each end
+            "low_when": next((scenario_text(s) for s, q in self.value.variants if q == low), None),
+            "high_when": next((scenario_text(s) for s, q in self.value.variants if q == high), None),
             "records": rests_on(self.value),
             "sources": list(self.value.sources),
         }
@@ -395,10 +398,33 @@ def _missing(
         else:
             fields = [parts[1]]
         for field in fields:
-            if corpus.values(named.key).value(field) is None:
-                lacking.setdefault(named.key, []).append(field)
+            lacking.setdefault(named.key, []).extend(_unstated(corpus, named, field, set()))
+        if not lacking.get(named.key):
+            lacking.pop(named.key, None)
     said = [f"{whose} has no {', '.join(dict.fromkeys(fields))}" for whose, fields in lacking.items()]
     return "; ".join(said) or f"kb explain {key} says what is missing"
+
+
+def _unstated(corpus: Corpus, record: Record, field: str, seen: set[str]) -> list[str]:
+    """The fields `record` would have to state for `field` to have a value: none when it has one; for a field
+    its type derives from one other of its fields alone, that one (read_bandwidth spans bandwidth to a
+    measured rate: the user writes bandwidth); else the field itself."""
+    from kbtools.check.compute.values import matching
+    from kbtools.lang.formula import FormulaError, parse_formula
+
+    if corpus.values(record.key).value(field) is not None or field in seen:
+        return []
+    seen.add(field)
+    found = corpus.registry.types.get(record.type)
+    spec = matching(record, found.derive.get(field)) if found is not None else None
+    try:
+        tree = parse_formula(str(spec.get("formula", ""))).tree if isinstance(spec, dict) else None
+    except FormulaError:
+        tree = None
+    reads = _required_names(tree) if tree is not None else []
+    if len(reads) == 1 and len(reads[0]) == 1:  # a field that only restates another (a range over it)
+        return _unstated(corpus, record, reads[0][0], seen) or [field]
+    return [field]  # a figure a record may state, or derive from what it states
 
 
 def _function_fields(corpus: Corpus, record: Record, function: str) -> list[str]:

@@ -11,6 +11,7 @@ from kbtools.check.compute.flow import FAILED, Cycle, ValueFailed
 from kbtools.check.compute.values import (
     Value,
     _bounds,
+    chosen_value,
     contested,
     differs,
     how_far,
@@ -188,6 +189,56 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
     formula = schema_formula(c, record, spec)
     if formula is None:
         return stated
+    try:
+        derived = derive(c, record, name, formula, unit, plan)
+    except ValueFailed:
+        return stated if stated is not None else FAILED
+    if not isinstance(derived, Value):
+        return stated if derived is None else FAILED
+    if stated is None:
+        return other_end(c, record, name, spec, derived, unit, plan)
+    compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", c.corpus.settings.tolerance))
+    return Value(**{**stated.__dict__, "recomputed": derived})
+
+
+def other_end(
+    c: Computer,
+    record: Record,
+    name: str,
+    spec: dict[str, Any],
+    derived: Value,
+    unit: str | None,
+    plan: FieldPlan | None,
+) -> Value:
+    """A derivation with an `or` (x-kb-derive `{"formula": nominal, "as": ..., "or": {"formula": measured,
+    "as": ...}}`) makes the field a condition with two ends, each said by its `as`: the nominal figure, which
+    is computed with, and the other wherever the record has what its formula reads (a measured rate). Every
+    figure that reads the field then spans both, and says which end is which."""
+    alternative = spec.get("or")
+    if not isinstance(alternative, dict):
+        return derived
+    formula = schema_formula(c, record, alternative)
+    try:
+        other = derive(c, record, name, formula, unit, plan) if formula is not None else None
+    except ValueFailed:
+        return derived  # what the other end reads failed, and was reported there
+    if not isinstance(other, Value) or other.quantity == derived.quantity:
+        return derived  # nothing recorded for the other end, or it is the same figure
+
+    def said(value: Value, words: Any) -> str:
+        how = words if isinstance(words, str) else value.formula.text if value.formula else name
+        return f"{record.key}.{name} at {how}, {format_quantity(value.quantity, unit, 4)}"
+
+    condition = f"{record.key}.{name}"
+    ends = [(said(derived, spec.get("as")), derived), (said(other, alternative.get("as")), other)]
+    return chosen_value(condition, ends, derived)
+
+
+def derive(
+    c: Computer, record: Record, name: str, formula: Formula, unit: str | None, plan: FieldPlan | None
+) -> Value | None | object:
+    """The field's figure by one of its schema's formulas: a Value, None when what it reads is absent, or
+    FAILED once reported; ValueFailed when a value it reads failed."""
     inputs: dict[str, Value] = {}
     try:
         quantity = evaluate(
@@ -197,9 +248,7 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
             call_lookup(c, record, {}, inputs),
         )
     except MissingName:
-        return stated  # inputs absent: nothing to derive
-    except ValueFailed:
-        return stated if stated is not None else FAILED
+        return None  # inputs absent: nothing to derive
     except Cycle as cycle:
         c.report("KB506", record, (name,), f"{name}: cycle {cycle}")
         return FAILED
@@ -219,10 +268,7 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
     except FormulaError as exc:  # finite as computed, but not in the field's unit
         c.report(exc.code, record, (name,), f"{name}: {exc.message} (in {formula.text})")
         return FAILED
-    if stated is None:
-        return derived if derived_possible(c, record, name, plan, derived) else FAILED
-    compare(c, record, (name,), name, stated.quantity, derived, spec.get("tolerance", c.corpus.settings.tolerance))
-    return Value(**{**stated.__dict__, "recomputed": derived})
+    return derived if derived_possible(c, record, name, plan, derived) else FAILED
 
 
 def derived_possible(c: Computer, record: Record, name: str, plan: FieldPlan | None, derived: Value) -> bool:
