@@ -23,6 +23,7 @@ import ast
 import math
 import warnings
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -232,12 +233,24 @@ class Table(dict):
     """Rows of a for_each cost: row key -> Quantity. min() and max() reduce it."""
 
 
+# The fallback of the default(name, fallback) whose name is being looked up, as a thunk, while that look-up
+# runs: a name read through a choice among records (engine: choose [vllm, lmcache]) is absent on some choices
+# only, and each of those takes the fallback, where the others keep their own figure. Set only around a
+# default() whose first argument is a bare name; every evaluate() starts without one, so a formula evaluated
+# on the way (another record's cost) never sees an outer formula's fallback.
+ABSENT_FALLBACK: ContextVar[Callable[[], Any] | None] = ContextVar("absent_fallback", default=None)
+
+
 def evaluate(
     formula: Formula, lookup: Lookup, param: ParamLookup | None = None, call: CallLookup | None = None
 ) -> pint.Quantity:
     """The formula's value: always one quantity (a whole table is an error, KB508), finite and bounded in
     its own units and in base units (KB507)."""
-    value = FIGURES.scalar(walk(formula.tree, FIGURES, lookup, param, call), formula.tree)
+    token = ABSENT_FALLBACK.set(None)
+    try:
+        value = FIGURES.scalar(walk(formula.tree, FIGURES, lookup, param, call), formula.tree)
+    finally:
+        ABSENT_FALLBACK.reset(token)
     _bounded_in_base(value)
     return value
 
@@ -391,10 +404,16 @@ def walk(
     if isinstance(node, ast.Call):
         name = ident(node.func)
         if name == "default":
+            bare = isinstance(node.args[0], (ast.Name, ast.Attribute))
+            token = ABSENT_FALLBACK.set(lambda: walk(node.args[1], algebra, lookup, param, call)) if bare else None
             try:
                 return walk(node.args[0], algebra, lookup, param, call)
             except MissingName:
-                return walk(node.args[1], algebra, lookup, param, call)
+                pass
+            finally:
+                if token is not None:
+                    ABSENT_FALLBACK.reset(token)
+            return walk(node.args[1], algebra, lookup, param, call)
         if name == "param":
             if param is None:
                 raise FormulaError("KB501", "param() is not available here")

@@ -14,7 +14,16 @@ from kbtools.check.compute.values import (
     is_reference,
 )
 from kbtools.corpus import Record
-from kbtools.lang.formula import AbsentValue, Formula, FormulaError, MissingName, Table, evaluate, parse_formula
+from kbtools.lang.formula import (
+    ABSENT_FALLBACK,
+    AbsentValue,
+    Formula,
+    FormulaError,
+    MissingName,
+    Table,
+    evaluate,
+    parse_formula,
+)
 from kbtools.lang.units import (
     QuantityError,
     check_dimension,
@@ -266,10 +275,13 @@ def cost_lookup(
                     f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)",
                 )
             value = c.field_or_cost(target, parts[1])
-            if value is None:
+            choice = parts[0] not in bindings and chosen_references(inputs.get(parts[0]))
+            if value is None and choice and ABSENT_FALLBACK.get() is None:
                 raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
-            if parts[0] not in bindings and chosen_references(inputs.get(parts[0])):
+            if choice:  # each choice's own figure, or default()'s fallback where a choice has none
                 value = c.chosen(record, parts[0], parts[1], value)
+            elif value is None:
+                raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
         else:
             name = parts[0]
             if name in bindings or (name in inputs and is_reference(inputs[name], c.corpus)):

@@ -25,7 +25,7 @@ from kbtools.check.links import Index
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, internal_error
-from kbtools.lang.formula import AbsentValue, Formula, FormulaError, in_unit
+from kbtools.lang.formula import ABSENT_FALLBACK, AbsentValue, Formula, FormulaError, in_unit
 from kbtools.lang.units import (
     Written,
     parse_unit,
@@ -319,21 +319,27 @@ class Computer:
             return target
         return None
 
-    def chosen(self, record: Record, name: str, field: str, preferred: Value) -> Value:
+    def chosen(self, record: Record, name: str, field: str, preferred: Value | None) -> Value:
         """A field read through an input that chooses among records (`choose: [engines/a, engines/b]`): a
-        condition whose choices are those records, each with the field's figure on it."""
+        condition whose choices are those records, each with the field's figure on it, or, read as
+        default(name.field, fallback), the fallback's on a choice that has none (`preferred` is then None
+        when the first choice has none)."""
         options = []
         for reference in chosen_references(record.mapping("inputs").get(name)) or ():
             target, _ = self.resolve(reference)
             if target is None:
                 raise ValueFailed()  # the links stage reports a dangling reference
             value = self.field_or_cost(target, field)
+            fallback = ABSENT_FALLBACK.get()
+            if value is None and fallback is not None:  # default(engine.field, x): this choice takes x
+                line, _ = record.position(("inputs", name))
+                value = Value(fallback(), record.key, f"{name}.{field}", record.path, line, "derived", 1.0, ())
             if value is None:
                 raise AbsentValue(
                     f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'"
                 )
             options.append((f"{name} is {target.data.get('name') or target.key}", value))
-        return chosen_value(f"{record.key}.inputs.{name}", options, preferred)
+        return chosen_value(f"{record.key}.inputs.{name}", options, preferred or options[0][1])
 
     def is_reference_field(self, record: Record, name: str) -> bool:
         plan = self.types[record.type].plan.properties.get(name) if record.type in self.types else None
