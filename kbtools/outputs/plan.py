@@ -191,6 +191,7 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
             data[field] = _quantity(text)
         else:
             data[field] = text
+    data.pop("inputs", None)  # the record's, as the settings left them (a setting replaces a choice there)
     if inputs:
         data["inputs"] = inputs
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
