@@ -271,3 +271,25 @@ def test_the_hit_spans_the_nominal_rates_to_the_measured_ones_and_says_which_end
     assert close(ttft["low"], hit["low"]) and close(ttft["high"], hit["high"])
     drives = tier(found, "storage-tiers/local-nvme-gen5")["hit_time"]
     assert drives["low"] == drives["high"] == drives["value"]
+
+
+def test_an_engine_choice_keeps_each_engines_reserve_and_a_setting_replaces_the_choice(stated):
+    """llm-d's Qwen3-32B workload chooses between vLLM (which records the share of HBM it takes,
+    gpu_memory_fraction) and LMCache (which records none, so the formula's default of the whole HBM holds for
+    it alone): the HBM pool is computed for each, the preferred vLLM first. engine=lmcache over the record
+    replaces the choice."""
+    workload = "workloads/llm-d-qwen3-32b-2x-h100"
+    hbm = "storage-tiers/gpu-hbm-h100"
+    capacity = stated(H100, "memory_capacity")
+    weights = stated("models/qwen3-32b", "params_total") * 2  # BF16 weights, GB (params_total in Gparam)
+    fraction = stated("engines/vllm", "gpu_memory_fraction")
+    with pytest.raises(KeyError):
+        stated("engines/lmcache", "gpu_memory_fraction")
+    found = tier(plan(workload), hbm)["tier_kv_capacity"]
+    cases = {case["when"]: case["value"] for case in found["cases"]}
+    assert close(found["value"], 2 * capacity * fraction - weights)
+    assert close(cases["engine is vLLM"], 2 * capacity * fraction - weights)
+    assert close(cases["engine is LMCache"], 2 * capacity - weights)
+    alone = plan(workload, "engine=lmcache")
+    assert alone["asked"]["engine"] == "engines/lmcache"
+    assert close(tier(alone, hbm)["tier_kv_capacity"]["value"], 2 * capacity - weights)
