@@ -14,9 +14,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtools.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from kbtools.index import CorpusIndex
 
 # A path into a record's frontmatter: keys and list indexes, e.g. ("hardware_parameters", 0, "parameter").
 FieldPath = tuple[str | int, ...]
@@ -275,6 +278,15 @@ class Corpus:
             return None
         return LinkGraph(self.records, self.edges)
 
+    @cached_property
+    def index(self) -> CorpusIndex[Record]:
+        """The records by id and by dir/id (kbtools.index), built on first use. A corpus never changes its
+        records: one made from it with the same records (`with_diagnostics`, `changed`) keeps this index, and
+        one made with other records (live.merge, a plan's scratch corpus) builds its own."""
+        from kbtools.index import CorpusIndex, source_of
+
+        return CorpusIndex(source_of(self.records))
+
     def judged(self) -> list[Record]:
         """The records a stage judges: every record, or in a scoped run those of the scope, in path order."""
         if self.scope is None:
@@ -298,7 +310,16 @@ class Corpus:
         return sources
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> Corpus:
-        return replace(self, diagnostics=self.diagnostics + tuple(more), **changes)
+        return self.changed(diagnostics=self.diagnostics + tuple(more), **changes)
+
+    def changed(self, **changes: Any) -> Corpus:
+        """This corpus with `changes` (as dataclasses.replace), keeping its index while the records stay the
+        same object: the stages of one run build one index between them, not one each."""
+        out = replace(self, **changes)
+        index = self.__dict__.get("index")  # built already (functools.cached_property keeps it there)
+        if index is not None and out.records is self.records:
+            out.__dict__["index"] = index
+        return out
 
     def values(self, key: str) -> RecordValues:
         """A record's computed values (none when compute did not reach it, or kb check kept only diagnostics)."""

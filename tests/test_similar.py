@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbtools.check.similar import name_key, url_key
+from kbtools.lang.normal import name_key, url_key
 
 
 def engine(kb, id_, name, extra=""):

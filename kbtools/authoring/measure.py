@@ -1025,9 +1025,7 @@ def measure(settings, request: Request, say: Callable[[str], None]) -> Run:
         check_inside(settings.root, settings.records_path / kind)  # before anything is measured: no link out
     block, file_tier, memory_tier = None, None, None
     if corpus is not None:
-        from kbtools.check.links import Index
-
-        index = Index(corpus)
+        index = corpus.index
         file_tier, memory_tier = (_tier(corpus, index, t) for t in (request.file_tier, request.memory_tier))
         if wanted:
             per_token = corpus.values(str(request.kv_model)).fields.get("kv_bytes_per_token")

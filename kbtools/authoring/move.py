@@ -20,11 +20,12 @@ from kbtools.atomic import ChangedMeanwhile, check_inside, remove_stale_temporar
 from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.cache import digest
-from kbtools.check.links import QUALIFIED, Index, iter_references, no_record
 from kbtools.check.load import MAX_RECORD_BYTES
 from kbtools.corpus import Corpus, Record, Settings
+from kbtools.fieldwalk import iter_references
 from kbtools.files import read_regular_file, walk
 from kbtools.ids import id_problem
+from kbtools.index import QUALIFIED, CorpusIndex, no_record
 from kbtools.lang.markdown import scan_body
 from kbtools.state import StateUnavailable
 
@@ -60,7 +61,7 @@ class Move:
 
 
 def plan_move(corpus: Corpus, what: str, to: str) -> Move:
-    index = Index(corpus)
+    index = corpus.index
     record, candidates, close = index.named(what)
     if record is None:
         raise AuthoringError(no_record(what, candidates, close))
@@ -110,7 +111,7 @@ def plan_move(corpus: Corpus, what: str, to: str) -> Move:
     return move
 
 
-def _points_at(move: Move, index: Index, target: str) -> bool:
+def _points_at(move: Move, index: CorpusIndex[Record], target: str) -> bool:
     found, candidates = index.resolve(target)
     if found is None and move.source in candidates:
         raise AuthoringError(
@@ -119,7 +120,7 @@ def _points_at(move: Move, index: Index, target: str) -> bool:
     return found is move.source
 
 
-def _references(move: Move, record: Record, corpus: Corpus, index: Index, dirs: set[str]) -> None:
+def _references(move: Move, record: Record, corpus: Corpus, index: CorpusIndex[Record], dirs: set[str]) -> None:
     record_type = corpus.registry.types.get(record.type or "")
     if record_type is None:
         return
@@ -139,7 +140,7 @@ def _references(move: Move, record: Record, corpus: Corpus, index: Index, dirs: 
         move.edits[record.path].append(Edit(line, column, ref.value, move.named(ref.value), ref.field))
 
 
-def _body(move: Move, record: Record, index: Index) -> None:
+def _body(move: Move, record: Record, index: CorpusIndex[Record]) -> None:
     scan = scan_body(record.body)
     for link in scan.links:
         if _points_at(move, index, link.target):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.atomic import ChangedMeanwhile, check_inside, create_file, replace_file, writers_lock
-from kbtools.check.links import Index
 from kbtools.check.load import LoadError, read_regular
 from kbtools.check.placeholders import BODY, FILL_IN, PICK_ONE, REPLACE_IT
 from kbtools.corpus import Corpus, Settings
@@ -143,7 +142,7 @@ def skeleton(
 
 def check_sources(corpus: Corpus, sources: list[str]) -> None:
     """Every --source names a record of the type that plays the source role, or kb new refuses."""
-    index = Index(corpus)
+    index = corpus.index
     for source in sources:
         target, _ = index.resolve(source)
         if target is None or not corpus.registry.has_role(target.type, "source"):

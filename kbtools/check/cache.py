@@ -455,7 +455,7 @@ class Cache:
         self.compute = Table("compute", self._fields)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
-        self.index_fingerprint: str | None = None  # the ids and types of the last run (links.Index.fingerprint)
+        self.index_fingerprint: str | None = None  # the ids and types of the last run (kbtools.index)
         self.generation: Any = None  # how many runs saved values before the one this run read
         # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
         self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}

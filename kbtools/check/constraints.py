@@ -32,14 +32,15 @@ from functools import partial
 from typing import Any
 
 from kbtools.check.cache import remembered
-from kbtools.check.links import Index, walk_plan
-from kbtools.check.similar import url_key
 from kbtools.corpus import Corpus, FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.fieldwalk import walk_plan
+from kbtools.index import CorpusIndex
+from kbtools.lang.normal import url_key
 
 
 def check_constraints(corpus: Corpus) -> Corpus:
-    index = Index(corpus)
+    index = corpus.index
 
     def still_valid(kept: dict) -> bool:
         # valid while the record, what each source it named resolves to, and every source it read stay the same
@@ -60,11 +61,11 @@ def check_constraints(corpus: Corpus) -> Corpus:
     return corpus.with_diagnostics(found)
 
 
-def _record_constraints(corpus: Corpus, record: Record, index: Index) -> dict:
+def _record_constraints(corpus: Corpus, record: Record, index: CorpusIndex[Record]) -> dict:
     """One record's findings, with the sources it read to judge them (key -> digest)."""
     found: list[Diagnostic] = []
     read: dict[str, str] = {}
-    resolved: dict[str, Any] = {}  # each source named -> what it resolved to (links.Index.resolution)
+    resolved: dict[str, Any] = {}  # each source named -> what it resolved to (CorpusIndex.resolution)
     record_type = corpus.registry.types.get(record.type) if record.type else None
     rules = record_type.constraints if record_type is not None else ()
     for rule in rules:
@@ -145,7 +146,12 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
 
 
 def _uncited(
-    conditions: dict, item: dict, record: Record, index: Index, read: dict[str, str], resolved: dict[str, Any]
+    conditions: dict,
+    item: dict,
+    record: Record,
+    index: CorpusIndex[Record],
+    read: dict[str, str],
+    resolved: dict[str, Any],
 ) -> str | None:
     cited = item.get("source")
     names = (

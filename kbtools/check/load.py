@@ -230,11 +230,11 @@ def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> Cor
         if record is not None:
             fresh[record.key] = record
     keys = set(fresh) | index.sources_into(fresh) | index.targets_from(fresh)
-    scope = Scope(frozenset(keys), frozenset(rel for _, rel, _, _, _ in to_parse), index, cache.index_fingerprint)
+    scope = Scope(frozenset(keys), frozenset(rel for _, rel, _, _, _ in to_parse), index)
     return Corpus(
         settings=settings,
         registry=registry,
-        records=StoredRecords(index, fresh, cache),
+        records=StoredRecords(index, fresh, cache, cache.index_fingerprint),
         diagnostics=tuple(registry.diagnostics) + tuple(diagnostics) + tuple(found),
         cache=cache,
         complete=False,

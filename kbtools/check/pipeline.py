@@ -71,7 +71,7 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     # and this drops those not yet due and words the age of the rest (the memo's answer applies the same
     # filter to what it kept). The findings as made stay beside them for the memo, which keeps them all.
     dated = tuple(d for d in diagnostics if d.due is not None)
-    return replace(corpus, diagnostics=tuple(reported(diagnostics)), dated=dated)
+    return corpus.changed(diagnostics=tuple(reported(diagnostics)), dated=dated)
 
 
 _LOADED: dict[tuple[str, str, str], TypeRegistry] = {}  # the last registry this process loaded

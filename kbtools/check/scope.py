@@ -45,7 +45,7 @@ class Known(NamedTuple):
     id: str
     type: str | None
     digest: str
-    name_key: str | None  # kbtools.check.similar's groups
+    name_key: str | None  # kbtools.check.similar's groups (kbtools.lang.normal)
     url_key: str | None
 
     @property
@@ -99,11 +99,16 @@ class StoredIndex:
 class StoredRecords(Mapping[str, Record]):
     """Every record of the corpus by key, as a mapping: the records read this run, and the others decoded
     from the store when first asked for. Iterating it decodes every record (correct, and slow): the stages
-    of a scoped run visit `Corpus.judged()` only."""
+    of a scoped run visit `Corpus.judged()` only. A RecordSource (kbtools.index): the corpus's index answers
+    from the store's id table, and its fingerprint is the one the last run stored, unchanged since (no id,
+    dir or type changed, or the run would not be scoped)."""
 
-    def __init__(self, index: StoredIndex, fresh: dict[str, Record], cache: Any):
+    in_hand = False  # a search over every record would decode them all
+
+    def __init__(self, index: StoredIndex, fresh: dict[str, Record], cache: Any, fingerprint: str):
         self.index, self.fresh, self.cache = index, fresh, cache
         self.keys_in_order = list(index.known)
+        self._fingerprint = fingerprint
 
     def __getitem__(self, key: str) -> Record:
         if key in self.fresh:
@@ -127,7 +132,7 @@ class StoredRecords(Mapping[str, Record]):
 
     @cached_property
     def keys_by_id(self) -> dict[str, list[str]]:
-        """id -> the keys of the records that have it (in path order): what links.Index looks up."""
+        """id -> the keys of the records that have it (in path order): what the corpus's index looks up."""
         out: dict[str, list[str]] = {}
         for key, known in self.index.known.items():
             out.setdefault(known.id, []).append(key)
@@ -143,6 +148,9 @@ class StoredRecords(Mapping[str, Record]):
     def digest_of(self, key: str) -> str:
         return self.fresh[key].digest if key in self.fresh else self.index.known[key].digest
 
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
 
 @dataclass
 class Scope:
@@ -151,7 +159,6 @@ class Scope:
     keys: frozenset[str]
     changed_paths: frozenset[str]  # files read this run (a record's, or one that failed to load)
     index: StoredIndex
-    fingerprint: str  # the ids-and-types fingerprint, unchanged since the last run (links.Index)
     covered: dict[str, set[str]] = field(default_factory=dict)  # stage -> paths judged beyond the scope's
 
     def cover(self, stage: str, paths: Iterable[str]) -> None:

@@ -6,51 +6,18 @@ once the scheme, a leading www., the host's case, a default port, a trailing sla
 and tracking parameters are set aside, or the same DOI. Both are warnings that name the other
 record. Records that are distinct on purpose say so with `distinct_from: [dir/id]` on either one.
 
-One pass over the corpus, grouping by a key: no pairwise comparison, so it stays linear.
+One pass over the corpus, grouping by a key (kbtools.lang.normal): no pairwise comparison, so it stays linear.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from urllib.parse import parse_qsl, urlencode, urlsplit
-
-from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
-
-_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>]+)", re.IGNORECASE)
-_TRACKING = re.compile(r"^(utm_[a-z]+|fbclid|gclid|mc_cid|mc_eid|ref|ref_src|authuser)$")  # none changes the document
-
-
-def name_key(name: str) -> str:
-    """A name with case, spacing and punctuation set aside: 'NVIDIA H100-SXM' -> 'nvidiah100sxm'."""
-    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", name).casefold())
-
-
-def url_key(url: str) -> str | None:
-    """The document a URL names: its DOI when it has one, else the URL without what does not change
-    the document (scheme, www., host case, default port, trailing slash, fragment, tracking)."""
-    doi = _DOI.search(url)
-    if doi and ("doi.org" in url.lower() or "/doi/" in url.lower()):
-        return "doi:" + doi.group(1).rstrip(".").lower()
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return None
-    if not parts.netloc:
-        return None
-    host = (parts.hostname or "").lower().removeprefix("www.")
-    port = parts.port if parts.port not in (None, 80, 443) else None
-    query = urlencode(
-        sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _TRACKING.match(k))
-    )
-    path = parts.path.rstrip("/") or "/"
-    return f"{host}{':' + str(port) if port else ''}{path}{'?' + query if query else ''}"
+from kbtools.index import CorpusIndex
+from kbtools.lang.normal import name_key, url_key
 
 
 def find_similar(corpus: Corpus) -> Corpus:
-    index: list[Index] = []  # built only when some group holds two records: most runs never need it
     found: list[Diagnostic] = []
     document_of = document_key(corpus.registry)
     members = corpus.judged() if corpus.scope is None else _groups_around(corpus, document_of)
@@ -63,9 +30,7 @@ def find_similar(corpus: Corpus) -> Corpus:
         for records in groups.values():
             first = records[0]
             for other in records[1:]:
-                if not index:
-                    index.append(Index(corpus))
-                if _distinct(index[0], first, other):
+                if _distinct(corpus.index, first, other):  # the index is asked only when a group holds two
                     continue
                 line, col = other.value_position((field,))
                 if code == "KB309":
@@ -125,7 +90,7 @@ def document_key(registry):
     return document_of
 
 
-def _distinct(index: Index, a: Record, b: Record) -> bool:
+def _distinct(index: CorpusIndex[Record], a: Record, b: Record) -> bool:
     """Either record says, with distinct_from, that the other is a different thing."""
     for this, that in ((a, b), (b, a)):
         declared = this.data.get("distinct_from")

@@ -15,11 +15,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from kbtools.check.links import walk_plan
 from kbtools.check.load import LoadError, parse_record_bytes
 from kbtools.check.prose import prose_lines
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import Diagnostic
+from kbtools.fieldwalk import walk_plan
 from kbtools.lang.units import QuantityError, format_quantity, parse_unit, parse_written
 
 MENTION = re.compile(r"(?<![\w.{])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?([A-Za-zµ]+(?:/[A-Za-z]+)?)")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kbtools.check.compute import Value, scenario_text, substituted
-from kbtools.check.links import Index, no_record
 from kbtools.corpus import Corpus
+from kbtools.index import no_record
 from kbtools.lang.units import format_quantity
 
 MAX_DEPTH = 8
@@ -18,7 +18,7 @@ def explain_target(corpus: Corpus, target: str) -> list[str]:
     """`DIR/ID` (every value of a record) or `DIR/ID.FIELD` (one value), as `kb explain` takes it;
     a path to the record's file works too."""
     ref, _, name = target.removeprefix(corpus.settings.records_dir + "/").removesuffix(".md").partition(".")
-    record, candidates, close = Index(corpus).named(ref)
+    record, candidates, close = corpus.index.named(ref)
     if record is None:
         raise ExplainError(no_record(ref, candidates, close))
     if not name:

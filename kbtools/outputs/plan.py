@@ -31,11 +31,11 @@ from typing import Any
 
 from kbtools.check.compute import Computer, Value, scenario_text, verdict
 from kbtools.check.compute.derivations import parse_quantities
-from kbtools.check.links import Index, no_record
 from kbtools.check.load import load_record_bytes
 from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import KbError
+from kbtools.index import CorpusIndex, no_record
 from kbtools.lang.units import format_quantity
 from kbtools.outputs.cells import csv_text, terminal_text
 
@@ -150,7 +150,7 @@ def planned_type(corpus: Corpus, record: Record | None) -> Any:
 
 def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
     """The record to plan: `base` as it is, or changed (or made from nothing) by FIELD=VALUE settings."""
-    index = Index(corpus)
+    index = corpus.index
     record = None
     if base is not None:
         record, candidates, close = index.named(base)
@@ -236,7 +236,7 @@ def _some_workloads(corpus: Corpus) -> str:
     return f" ({shown})" if keys else ""
 
 
-def _reference(index: Index, text: str, field: str) -> str:
+def _reference(index: CorpusIndex[Record], text: str, field: str) -> str:
     found, candidates, close = index.named(text)
     if found is None:
         raise PlanError(f"{field}: {no_record(text, candidates, close)}")
@@ -303,7 +303,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         elif value.quantity is not None:
             node.append(Figure(name, label(name), value))
     keys = [k for k in (record.data.get(over) or []) if isinstance(k, str)]
-    index = Index(corpus)
+    index = corpus.index
     options = []
     for text in keys:
         target, _ = index.resolve(text)
@@ -359,7 +359,14 @@ def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: st
 
 
 def _missing(
-    corpus: Corpus, index: Index, record: Record, specs: dict, var: str, name: str, key: str, target: Record | None
+    corpus: Corpus,
+    index: CorpusIndex[Record],
+    record: Record,
+    specs: dict,
+    var: str,
+    name: str,
+    key: str,
+    target: Record | None,
 ) -> str:
     """Why option `key` has no `name`: the fields that the costs `name` rests on read and that have no value,
     found by following the costs' formulas: of the option's record (`var.field`), of a record the planned

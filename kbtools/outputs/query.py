@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
+from kbtools.index import CorpusIndex
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 from kbtools.outputs.cells import csv_text, terminal_text
 from kbtools.outputs.report import counted
@@ -118,7 +118,7 @@ def _value(corpus: Corpus, record: Record, column: str) -> Any:
     return None if end else record.data.get(field)
 
 
-def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
+def _matches(corpus: Corpus, index: CorpusIndex[Record], record: Record, flt: Filter) -> bool:
     if flt.field == "links-to":
         target, _ = index.resolve(flt.value)
         return target is not None and any(s == record.key and t == target.key for s, t, _, _ in corpus.edges or ())
@@ -160,7 +160,7 @@ def _matches(corpus: Corpus, index: Index, record: Record, flt: Filter) -> bool:
 
 def run_query(corpus: Corpus, texts: list[str], extra_fields: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     filters = parse_filters(corpus, texts)
-    index = Index(corpus)
+    index = corpus.index
     asked = [f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields
     columns = ["key", "name"] + [
         c for c in dict.fromkeys(asked) if c not in ("key", "name")

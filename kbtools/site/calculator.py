@@ -12,8 +12,8 @@ import ast
 from typing import Any
 
 from kbtools.check.compute import matching
-from kbtools.check.links import Index
-from kbtools.corpus import Corpus
+from kbtools.corpus import Corpus, Record
+from kbtools.index import CorpusIndex
 from kbtools.lang.formula import FormulaError, _literal_number, constant, ident, parse_formula
 from kbtools.lang.units import QuantityError, parse_quantity_text, parse_unit
 
@@ -95,7 +95,7 @@ class CalculatorExporter:
     """Builds calculator models for a whole site, sharing what every page needs: the site's index,
     each record's exported values, records by type, the hardware parameters."""
 
-    def __init__(self, corpus: Corpus, index: Index):
+    def __init__(self, corpus: Corpus, index: CorpusIndex[Record]):
         self.corpus = corpus
         self.index = index
         self.exports: dict[str, Any] = {}

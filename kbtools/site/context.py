@@ -1,4 +1,4 @@
-"""What every page of the site shares: the corpus and the site's one `Index` of it, the theme, where pages
+"""What every page of the site shares: the corpus and its one index (`Corpus.index`), the theme, where pages
 live and how they link, and what a template sees of a link and of a value.
 
 Page kinds (home.py, type_index.py, record_page.py, graph.py) are `Page`s over one `SiteContext`, so a
@@ -17,7 +17,6 @@ from markupsafe import Markup
 
 from kbtools import __version__
 from kbtools.check.compute import Value, scenario_text, substituted
-from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.ids import is_id
@@ -53,7 +52,7 @@ class SiteContext:
         self.corpus, self.out = corpus, out
         self.registry = corpus.registry
         # the one index of the corpus: links, record bodies and calculator models all resolve through it
-        self.index = Index(corpus)
+        self.index = corpus.index
         self.theme = Theme(corpus.settings)
         self.env = self.theme.environment()
         self.env.filters["json_script"] = json_script

@@ -9,8 +9,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from kbtools.check.links import backlinks, iter_references
+from kbtools.check.links import backlinks
 from kbtools.corpus import Record, RecordValues
+from kbtools.fieldwalk import iter_references
 from kbtools.outputs.report import NOT_READ
 from kbtools.registry import RecordType
 from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kbtools.check.links import Index
+from kbtools.index import CorpusIndex
 from kbtools.lang.markdown import new_parser, too_large
 
 
@@ -34,9 +34,9 @@ def value_anchor(name: str) -> str:
 
 
 class BodyRenderer:
-    def __init__(self, corpus: Any, index: Index, href: Callable[[str, str], str]):
+    def __init__(self, corpus: Any, index: CorpusIndex, href: Callable[[str, str], str]):
         self.corpus = corpus
-        self.index = index  # the site's one Index (SiteContext), shared with its links and calculators
+        self.index = index  # the corpus's one index (SiteContext), shared with its links and calculators
         self.href = href  # (from_key, to_key) -> relative URL
         self.md = new_parser()
         self.md.validateLink = safe_url  # type: ignore[method-assign]  # markdown-it's documented way to vet URLs

@@ -19,9 +19,9 @@ from kbtools.check.compute.values import (
     matching,
     substituted,
 )
-from kbtools.check.links import walk_plan
 from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic
+from kbtools.fieldwalk import walk_plan
 from kbtools.lang.formula import AbsentValue, Formula, FormulaError, MissingName, evaluate, in_unit, parse_formula
 from kbtools.lang.units import (
     QuantityError,

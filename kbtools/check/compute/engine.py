@@ -21,7 +21,6 @@ from kbtools.check.compute.values import (
     variants_of,
     weakest_basis,
 )
-from kbtools.check.links import Index
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, internal_error
@@ -44,7 +43,7 @@ class Computer:
     active: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.index = Index(self.corpus)
+        self.index = self.corpus.index
         self.types = self.corpus.registry.types
         # For the cache, what each driven record's values read, transitively: (record key, value name) of
         # every value of another record, and ("?", query) of every reference resolved. Each value under

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute.flow import FAILED, QUERY, RAW
 from kbtools.check.compute.stored import Decoder, Encoder
-from kbtools.check.links import Index
 from kbtools.corpus import Corpus, Record, RecordValues
 from kbtools.diagnostics import Diagnostic
 
@@ -81,7 +80,7 @@ def dirty_records(corpus: Corpus, cache: Any, computer: Computer) -> set[str]:
     """Records whose values cannot be reused before anything is computed: changed, new, resolving a
     reference differently, or reading a record that is gone."""
     records = corpus.records
-    index: Index = computer.index
+    index = computer.index
     same_index = cache.index_fingerprint == index.fingerprint()
     dirty = set()
     for record in corpus.judged():

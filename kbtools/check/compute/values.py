@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from kbtools.check.links import QUALIFIED
 from kbtools.corpus import Corpus, Record
+from kbtools.index import QUALIFIED
 from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, in_unit, written_out
 from kbtools.lang.interval import Interval, evaluate_range
 from kbtools.lang.units import (
