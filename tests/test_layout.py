@@ -77,7 +77,7 @@ def test_every_module_sits_in_a_layer():
 def test_the_cache_key_covers_every_module_of_the_package():
     """A kb edited in a subpackage must not trust a cache an older kb wrote (the key once hashed only the
     top-level files)."""
-    from kbtools.check.cache import code_files
+    from kbtools.check.store import code_files
 
     package = REPO / "kbtools"
     expected = {p.resolve() for p in package.rglob("*.py") if "__pycache__" not in p.parts}

@@ -337,7 +337,7 @@ def _store(root: Path, state_home: Path) -> Path:
 
 def _forge(cache_file: Path) -> None:
     """Rewrite every row of a cache so that it reports nothing."""
-    from kbtools.check.cache import decode
+    from kbtools.check.store import decode
 
     db = sqlite3.connect(cache_file)
     for table in ("files", "compute"):  # one row per entry and field, each field its own JSON text

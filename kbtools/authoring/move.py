@@ -19,8 +19,8 @@ from pathlib import Path
 from kbtools.atomic import ChangedMeanwhile, check_inside, remove_stale_temporaries, writers_lock
 from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
-from kbtools.check.cache import digest
 from kbtools.check.load import MAX_RECORD_BYTES
+from kbtools.check.store import digest
 from kbtools.corpus import Corpus, Record, Settings
 from kbtools.fieldwalk import iter_references
 from kbtools.files import read_regular_file, walk

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from kbtools.check.cache import remembered
+from kbtools.check.store import remembered
 from kbtools.corpus import Corpus, FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.fieldwalk import walk_plan

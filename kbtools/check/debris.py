@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from functools import partial
 
-from kbtools.check.cache import remembered
 from kbtools.check.prose import blank_not_prose, prose_lines
+from kbtools.check.store import remembered
 from kbtools.corpus import Corpus, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
 

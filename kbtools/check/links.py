@@ -11,7 +11,7 @@ from collections import defaultdict
 from functools import partial
 from typing import Any
 
-from kbtools.check.cache import remembered
+from kbtools.check.store import remembered
 from kbtools.corpus import Corpus, Record, Reference
 from kbtools.diagnostics import Diagnostic
 from kbtools.fieldwalk import iter_references

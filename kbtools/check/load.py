@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from kbtools.check.cache import Cache, digest
 from kbtools.check.placeholders import find_placeholders
 from kbtools.check.scope import Scope, StoredIndex, StoredRecords, changed_files, too_many
+from kbtools.check.store import Cache, digest
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
 from kbtools.files import NotReadable, read_regular_file, walk

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbtools.check.cache import RACY_NS, schema_key
 from kbtools.check.freshness import as_stored, reported
+from kbtools.check.store import RACY_NS, schema_key
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.files import walk

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from kbtools.check.cache import Cache, schema_key
 from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import check_constraints
 from kbtools.check.debris import find_debris
@@ -21,6 +20,7 @@ from kbtools.check.load import load_corpus, load_scoped
 from kbtools.check.schema import validate_schemas
 from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whole_index
 from kbtools.check.similar import find_similar
+from kbtools.check.store import Cache, schema_key
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import CODES, Diagnostic

@@ -12,7 +12,7 @@ from functools import partial
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from kbtools.check.cache import remembered
+from kbtools.check.store import remembered
 from kbtools.corpus import Corpus, FieldPath, Record
 from kbtools.diagnostics import CODES, Diagnostic, Severity, internal_error
 from kbtools.progress import track

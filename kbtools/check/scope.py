@@ -1,6 +1,6 @@
 """What a warm `kb check` judges again, found by query in the store, and what it keeps of the last run.
 
-The store (kbtools.check.cache, in kb's state directory) holds, beside each file's stage results, an index
+The store (kbtools.check.store, in kb's state directory) holds, beside each file's stage results, an index
 of the corpus as the last run saw it: every record's id, type and digest and the keys its near-duplicate
 check groups by (`ids`), every link (`edges`), and every file's findings per stage (`findings`). When a
 few files changed and none of them came, went, or changed its id, a run reads those files only and judges
@@ -191,7 +191,7 @@ def too_many(edited: int, files: int) -> bool:
 
 def decode_findings(rows: list[tuple[str, str, str]], covered: Mapping[str, set[str]]) -> list[Diagnostic]:
     """The stored findings of every (file, stage) this run did not judge again."""
-    from kbtools.check.cache import revive
+    from kbtools.check.store import revive
 
     out: list[Diagnostic] = []
     for path, stage, body in rows:
@@ -241,7 +241,7 @@ def _findings(
 
 
 def _encoded(findings: dict[tuple[str, str], list[Diagnostic]]) -> dict[tuple[str, str], str | None]:
-    from kbtools.check.cache import encode
+    from kbtools.check.store import encode
 
     return {where: encode(diagnostics) for where, diagnostics in findings.items()}
 

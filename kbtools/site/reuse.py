@@ -64,7 +64,7 @@ class PageReuse:
         record read, all at once."""
         cache = self.corpus.cache
         if cache is not None and self.reads is None and pages > ONE_BY_ONE:
-            self.reads = cache.all_records_read()
+            self.reads = cache.reads.all_records_read()
 
     def fingerprint(self, key: str) -> str | None:
         """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
@@ -102,9 +102,9 @@ class PageReuse:
             return {}
         self.asked += 1
         if self.reads is None and self.asked <= ONE_BY_ONE:
-            return cache.records_read(key)
+            return cache.reads.records_read(key)
         if self.reads is None:
-            self.reads = cache.all_records_read()
+            self.reads = cache.reads.all_records_read()
         return self.reads.get(key, {})
 
     def values_of(self, key: str) -> str:

@@ -94,7 +94,7 @@ def dirty_records(corpus: Corpus, cache: Any, computer: Computer) -> set[str]:
                     dirty.add(key)
                     break
     for key in [k for k in cache.compute if k not in records]:  # deleted: whoever read it is dirty
-        dirty.update(r for r in cache.dependents(key) if r in records)
+        dirty.update(r for r in cache.reads.dependents(key) if r in records)
     return dirty
 
 
@@ -103,7 +103,7 @@ def cut_off(corpus: Corpus, cache: Any, computer: Computer, recomputed: set[str]
     more = set()
     for dep in sorted(recomputed):
         record = corpus.records.get(dep)
-        for reader, seen in cache.dependents(dep).items():
+        for reader, seen in cache.reads.dependents(dep).items():
             if reader in dirty or reader in more or reader not in corpus.records:
                 continue
             for name, was in seen.items():
@@ -142,7 +142,7 @@ def with_stored_values(
     """Every record's values: those computed this run, the rest read from the store. A record whose stored
     values are missing (kb check keeps none) or do not decode is computed now and joins `only`; a stored
     reference that names nothing makes every stored value suspect, and all are computed."""
-    cache.hold_reads()  # what a build's pages rest on, from the snapshot these values come from
+    cache.reads.hold_reads()  # what a build's pages rest on, from the snapshot these values come from
     decoder, unknown = Decoder(), set()
     decoded: dict[str, RecordValues | None] = {}
     for key in corpus.records:
@@ -208,9 +208,9 @@ def keep_for_next_run(
             if stored is not None:
                 kept["values"] = stored
         cache.compute[key] = kept
-        cache.set_reads(key, reads)
+        cache.reads.set_reads(key, reads)
     for key in [k for k in cache.compute if k not in corpus.records]:
         del cache.compute[key]
-        cache.set_reads(key, {})
+        cache.reads.set_reads(key, {})
     globals_now = [d for d in computer.diagnostics if d.path not in record_paths]
     cache.set_global(list(dict.fromkeys(cache.compute_global + globals_now)) if reuse else globals_now)

@@ -29,19 +29,18 @@ within two seconds before the cache was written (git's racy-clean rule).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kbtools import __version__
-from kbtools.diagnostics import Diagnostic, Severity
-from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
+from kbtools.check.store.codec import decode, encode, revive
+from kbtools.check.store.key import INDEX_TABLES, RACY_NS, file_stat, schema_key
+from kbtools.check.store.reads import StoredReads
+from kbtools.check.store.rows import Table
 from kbtools.state import (
     CACHE,
     StateUnavailable,
@@ -50,393 +49,6 @@ from kbtools.state import (
     private_database,
     state_dir,
 )
-
-FORMAT = 7  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py); 7: due dates
-RACY_NS = 2_000_000_000
-INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.scope)
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def code_files() -> list[Path]:
-    """Every module of every subpackage of kbtools, and the unit definitions: what the cache key hashes."""
-    package = Path(__file__).resolve().parent.parent
-    return sorted(p for p in package.rglob("*") if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts)
-
-
-def schema_key(schema_dir: Path) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{FORMAT}:{__version__}:{sys.version_info[:2]}".encode())
-    for path in sorted(schema_dir.glob("*.json")):
-        h.update(path.name.encode())
-        try:  # a FIFO named like a schema must not hang kb here, before the registry reports it
-            h.update(read_regular_file(path, MAX_SCHEMA_BYTES)[0])
-        except OSError:
-            h.update(b"unreadable")
-    # the tool's own code and unit definitions: a kb that changed may store or judge differently
-    package = Path(__file__).resolve().parent.parent
-    for path in code_files():
-        h.update(path.relative_to(package).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def file_stat(st: os.stat_result) -> list[int]:
-    """What git's index compares to call a file unchanged without reading it."""
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-# ---------------------------------------------------------------- the codec: kb's own types <-> JSON
-# json's C encoder and decoder do the walking; kb's types are tagged one-key objects ({"$d": [...]}),
-# made by _default and turned back into kb's types by revive() when first used. revive() walks kb's own
-# structure only, never into a tag's body, so nothing a record's frontmatter says can be taken for a tag.
-# Tuples come back as lists.
-
-_TYPES: dict[str, Any] = {}
-
-
-def _types() -> dict[str, Any]:
-    if not _TYPES:  # imported on first use: these modules import this one
-        from kbtools.corpus import Record, Reference
-        from kbtools.lang.markdown import BodyScan, InlineSpan, WikiLink
-
-        _TYPES.update(Reference=Reference, Record=Record, BodyScan=BodyScan, InlineSpan=InlineSpan, WikiLink=WikiLink)
-    return _TYPES
-
-
-def _default(value: Any) -> Any:
-    t = _types()
-    if isinstance(value, Diagnostic):
-        # with its due date (KB620's): the store keeps a finding whatever the day, and the filter at the end of a
-        # run (kbtools.check.freshness) decides from it whether the finding is due
-        return {
-            "$d": [
-                value.code,
-                value.severity.value,
-                value.path,
-                value.line,
-                value.column,
-                value.message,
-                value.hint,
-                value.due,
-            ]
-        }
-    if isinstance(value, t["Record"]):
-        return {
-            "$r": [
-                value.path,
-                value.dir,
-                value.stem,
-                value.data,
-                Positions.pack(value.positions),
-                Positions.pack(value.value_positions),
-                value.body,
-                value.body_line,
-                value.type,
-                value.digest,
-            ]
-        }
-    if isinstance(value, t["Reference"]):
-        return {"$ref": [list(value.path), value.value, list(value.types)]}
-    if isinstance(value, t["BodyScan"]):
-        return {
-            "$scan": [
-                [[link.target, link.anchor, link.label, link.line, link.column] for link in value.links],
-                [[v.content, v.line, v.column] for v in value.values],
-                value.skipped,
-            ]
-        }
-    raise TypeError(f"kb does not cache a {type(value).__name__}")
-
-
-_ARITY = {"$d": 8, "$r": 10, "$ref": 3, "$scan": 3}
-
-
-def _hook(obj: dict) -> Any:
-    if len(obj) != 1:
-        return obj
-    ((tag, body),) = obj.items()
-    if _ARITY.get(tag) != (len(body) if isinstance(body, list) else -1):
-        return obj  # an ordinary mapping that happens to have one key
-    t = _types()
-    if tag == "$d":
-        code, severity, path, line, column, message, hint, due = body
-        return Diagnostic(
-            code=code,
-            severity=Severity(severity),
-            path=path,
-            line=line,
-            column=column,
-            message=message,
-            hint=hint,
-            due=due,
-        )
-    if tag == "$r":
-        path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
-        return t["Record"](
-            path=path,
-            dir=directory,
-            stem=stem,
-            data=data,
-            positions=Positions(positions),
-            value_positions=Positions(value_positions),
-            body=text,
-            body_line=body_line,
-            type=type_,
-            digest=file_digest,
-        )
-    if tag == "$ref":
-        return t["Reference"](tuple(body[0]), body[1], tuple(body[2]))
-    links, values, skipped = body
-    return t["BodyScan"](
-        tuple(t["WikiLink"](*link) for link in links),
-        tuple(t["InlineSpan"](*v) for v in values),
-        tuple(skipped) if skipped else None,
-    )
-
-
-class Positions(Mapping):
-    """A record's key or value positions as cached, made into a dict only when first asked for:
-    a warm run reads positions only of the records it reports on."""
-
-    __slots__ = ("_raw", "_map")
-
-    def __init__(self, raw: str):
-        self._raw: str | None = raw
-        self._map: dict | None = None
-
-    @staticmethod
-    def pack(positions: Mapping) -> str:
-        """One JSON string, not a million small lists: the row decodes as fast as a string is copied."""
-        if isinstance(positions, Positions) and positions._raw is not None:
-            return positions._raw
-        return json.dumps([[list(k), *v] for k, v in positions.items()], separators=(",", ":"), ensure_ascii=False)
-
-    def _built(self) -> dict:
-        if self._map is None:
-            self._map = {tuple(p[0]): (p[1], p[2]) for p in json.loads(self._raw or "[]")}
-            self._raw = None
-        return self._map
-
-    def __getitem__(self, key):
-        return self._built()[key]
-
-    def __iter__(self):
-        return iter(self._built())
-
-    def __len__(self) -> int:
-        return len(self._built())
-
-    def get(self, key, default=None):
-        return self._built().get(key, default)
-
-    def __contains__(self, key) -> bool:
-        return key in self._built()
-
-
-def encode(value: Any) -> str:
-    return json.dumps(value, default=_default, separators=(",", ":"), ensure_ascii=False)
-
-
-def decode(text: str) -> Any:
-    """JSON text -> plain data; kb's types inside are made by revive(), when a value is first used."""
-    return json.loads(text)
-
-
-def revive(value: Any) -> Any:
-    """Plain decoded data -> kb's types, for the tags _default wrote."""
-    if isinstance(value, list):
-        return [revive(v) for v in value]
-    if isinstance(value, dict):
-        if len(value) == 1 and next(iter(value)) in _ARITY:
-            return _hook(value)  # a tag's body holds no further tags
-        return {k: revive(v) for k, v in value.items()}
-    return value
-
-
-# ---------------------------------------------------------------- tables of entries, decoded on first use
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-# how each field of an entry is revived: plain fields stay as they are (edges are thousands of small lists)
-_REVIVERS = {
-    "digest": _same,
-    "stat": _same,
-    "deps": _same,
-    "resolved": _same,
-    "values": _same,  # computed values, in compute.stored's own layout
-    "links": lambda v: {**v, "diagnostics": revive(v.get("diagnostics", []))} if isinstance(v, dict) else v,
-}
-
-
-class Entry(dict):
-    """One cached entry; setting a key marks it to be written back. Each field is stored as its own JSON
-    text and decoded, into kb's types, only when first asked for: a warm run never touches most of them,
-    and a field never asked for is written back as the same text."""
-
-    def __init__(self, data: dict, table: Table, name: str, stored: bool = False):
-        super().__init__(data)
-        self._table, self._name = table, name
-        self._pending = set(data) if stored else set()
-        self.changed: set[str] | None = set() if stored else None  # fields to write back (None: every one)
-
-    def __getitem__(self, key: str) -> Any:
-        value = super().__getitem__(key)
-        if key in self._pending:
-            self._pending.discard(key)
-            value = _REVIVERS.get(key, revive)(decode(value))
-            super().__setitem__(key, value)
-        return value
-
-    def packed(self, fields: set[str] | None = None) -> dict[str, str]:
-        """Every field (or those named) as JSON text (what a row's body holds)."""
-        return {
-            key: value if key in self._pending else encode(value)
-            for key, value in dict.items(self)
-            if fields is None or key in fields
-        }
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._pending.discard(key)
-        super().__setitem__(key, value)
-        if self.changed is not None:
-            self.changed.add(key)
-        self._table.dirty.add(self._name)
-
-
-def _decoded_or_none(body: str) -> Any:
-    try:
-        return decode(body)
-    except ValueError:
-        return None
-
-
-class Table:
-    """Rows of one SQLite table, one row per entry and field (a record's file and a stage's result):
-    name -> Entry. Rows are read either all at once (`preload`, for a run that visits every record) or
-    entry by entry when first asked for (a run that re-judges a few records reads only theirs); each field
-    is decoded when it is first asked for."""
-
-    def __init__(self, name: str, verify):
-        self.name, self.verify = name, verify
-        self.sql = f"{name}_rows"
-        self.raw: dict[str, dict[str, str]] = {}  # name -> field -> JSON text, when preloaded
-        self.live: dict[str, Entry] = {}
-        self.dirty: set[str] = set()
-        self.deleted: set[str] = set()
-        self.connection: sqlite3.Connection | None = None  # entry by entry from here, until preloaded
-        self._names: set[str] | None = None  # every stored entry's name, when asked for in lazy mode
-        self.failed = False  # a read of the store failed mid-run: what it would have answered is unknown
-        self.rewrite_all = False  # the stored rows are gone (a new store): every field of an entry is written
-
-    def attach(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-
-    def preload(self, skip: tuple[str, ...] = ()) -> None:
-        """Every stored row but those of the fields in `skip` (which this run will not ask for)."""
-        if self.connection is None:
-            return
-        raw: dict[str, dict[str, str]] = {}
-        rows = self.connection.execute(
-            f"SELECT name, field, body FROM {self.sql} WHERE field NOT IN ({', '.join('?' * len(skip))})", skip
-        )
-        for name, field, body in rows:
-            if name not in self.live and name not in self.deleted:
-                raw.setdefault(name, {})[field] = body
-        self.raw, self.connection, self._names = raw, None, None
-
-    def _fetch(self, key: str) -> dict[str, str] | None:
-        if self.connection is None:
-            return self.raw.pop(key, None)
-        if key in self.deleted:
-            return None
-        try:
-            rows = self.connection.execute(f"SELECT field, body FROM {self.sql} WHERE name = ?", (key,)).fetchall()
-        except sqlite3.Error:
-            self.failed = True
-            return None
-        return {field: body for field, body in rows} or None
-
-    def _stored_names(self) -> set[str]:
-        if self.connection is None:
-            return set(self.raw)
-        if self._names is None:
-            try:
-                self._names = {n for (n,) in self.connection.execute(f"SELECT DISTINCT name FROM {self.sql}")}
-            except sqlite3.Error:
-                self.failed, self._names = True, set()
-        return self._names - set(self.live) - self.deleted
-
-    def field_of_all(self, field: str) -> dict[str, Any]:
-        """One field of every stored entry, decoded (a stat walk asks for every file's stat, nothing else)."""
-        rows: list[tuple[str, Any]] = []
-        if self.connection is not None:
-            try:
-                rows = self.connection.execute(
-                    f"SELECT name, body FROM {self.sql} WHERE field = ?", (field,)
-                ).fetchall()
-            except sqlite3.Error:
-                self.failed = True
-        else:
-            rows = [(name, fields.get(field)) for name, fields in self.raw.items()]
-        rows = [(n, b) for n, b in rows if isinstance(b, str) and n not in self.live and n not in self.deleted]
-        try:  # one decoding of all of them: ten thousand small ones cost more than the rest of a stat walk
-            values = decode("[" + ",".join(body for _, body in rows) + "]")
-        except ValueError:
-            values = [_decoded_or_none(body) for _, body in rows]  # a corrupt one is read again when asked for
-        out = {name: value for (name, _), value in zip(rows, values, strict=True) if value is not None}
-        for name, entry in self.live.items():
-            if field in entry:
-                out[name] = entry[field]
-        return out
-
-    def get(self, key: str, default: Any = None) -> Entry | None:
-        if key in self.live:
-            return self.live[key]
-        raw = self._fetch(key)
-        if raw is None:
-            return default
-        data = self.verify(self.name, key, raw)
-        if not isinstance(data, dict):
-            self.deleted.add(key)  # forged, corrupt or foreign: dropped, and recomputed
-            return default
-        entry = self.live[key] = Entry(data, self, key, stored=True)
-        return entry
-
-    def __getitem__(self, key: str) -> Entry:
-        entry = self.get(key)
-        if entry is None:
-            raise KeyError(key)
-        return entry
-
-    def __setitem__(self, key: str, data: dict) -> None:
-        self.raw.pop(key, None)
-        self.live[key] = Entry(data, self, key)
-        self.dirty.add(key)
-        self.deleted.discard(key)
-
-    def __delitem__(self, key: str) -> None:
-        self.raw.pop(key, None)
-        self.live.pop(key, None)
-        self.dirty.discard(key)
-        self.deleted.add(key)
-
-    def __contains__(self, key: object) -> bool:
-        return self.get(key) is not None if isinstance(key, str) else False
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([*self.live, *sorted(self._stored_names())])
-
-    def __len__(self) -> int:
-        return len(self.live) + len(self._stored_names())
 
 
 class Cache:
@@ -457,10 +69,8 @@ class Cache:
         self.global_changed = False
         self.index_fingerprint: str | None = None  # the ids and types of the last run (kbtools.index)
         self.generation: Any = None  # how many runs saved values before the one this run read
-        # the reverse-dependency table, asked row by row: reader -> what it read of one record, per record read
-        self.new_reads: dict[str, dict[str, dict[str, str]]] = {}  # reader -> {record read: {value: fingerprint}}
         self._reader: sqlite3.Connection | None = None
-        self.held_reads: dict[str, dict[str, dict[str, str]]] | None = None  # see hold_reads
+        self.reads = StoredReads(self)  # the reverse-dependency table (kbtools.check.store.reads)
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
         self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
         self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
@@ -560,85 +170,6 @@ class Cache:
     def read_failed(self) -> bool:
         return self.files.failed or self.compute.failed
 
-    # ------------------------------------------------------------ the reverse-dependency table
-    def dependents(self, key: str) -> dict[str, dict[str, str]]:
-        """Who read `key` when last computed, with a fingerprint of each value read: reader -> {value: fp}.
-        Rows come from the table unless this run computed the reader again."""
-        out: dict[str, dict[str, str]] = {}
-        if self.trusted and self._reader is not None:
-            try:
-                assert self._reader is not None
-                rows = self._reader.execute("SELECT reader, body FROM reads WHERE dep = ?", (key,)).fetchall()
-            except sqlite3.Error:  # a cache of the kb before this table: every reader is suspect
-                return {reader: {"": ""} for reader in self.compute}
-            for reader, body in rows:
-                seen = self._read_row(body)
-                if seen is None:
-                    return {reader: {"": ""} for reader in self.compute}  # corrupt: trust no row
-                out[reader] = seen
-        for reader, reads in self.new_reads.items():
-            if key in reads:
-                out[reader] = reads[key]
-            else:
-                out.pop(reader, None)
-        return out
-
-    def records_read(self, reader: str) -> dict[str, dict[str, str]]:
-        """What `reader` read of other records when its values were last computed: record -> {value: fp}."""
-        if reader in self.new_reads:
-            return self.new_reads[reader]
-        if self.held_reads is not None:
-            return self.held_reads.get(reader, {})
-        rows = self._stored_reads("SELECT reader, dep, body FROM reads WHERE reader = ?", (reader,))
-        return rows.get(reader, {})
-
-    def all_records_read(self) -> dict[str, dict[str, dict[str, str]]]:
-        """records_read of every reader, in one pass over the table (a site build asks for every page)."""
-        stored = (
-            self.held_reads
-            if self.held_reads is not None
-            else self._stored_reads("SELECT reader, dep, body FROM reads")
-        )
-        return {**stored, **self.new_reads}
-
-    def hold_reads(self) -> None:
-        """Read the whole table now, in this run's read transaction. A run that computed only some records
-        and still needs what every record read (a build's page fingerprints, after the save has ended the
-        transaction) answers from this: from the same snapshot as the values it read, never from rows
-        another kb wrote since."""
-        if self.held_reads is None:
-            self.held_reads = self._stored_reads("SELECT reader, dep, body FROM reads")
-
-    def _stored_reads(self, sql: str, args: tuple[str, ...] = ()) -> dict[str, dict[str, dict[str, str]]]:
-        """reader -> record read -> {value: fingerprint}, from the stored rows the query selects; a row that does
-        not decode stands for a value no fingerprint matches."""
-        out: dict[str, dict[str, dict[str, str]]] = {}
-        if not self.trusted or self._reader is None:
-            return out
-        try:
-            rows = self._reader.execute(sql, args).fetchall()
-        except sqlite3.Error:
-            return out
-        for reader, dep, body in rows:
-            seen = self._read_row(body)
-            out.setdefault(reader, {})[dep] = seen if seen is not None else {"": ""}
-        return out
-
-    def set_reads(self, reader: str, reads: dict[str, dict[str, str]]) -> None:
-        """What `reader` read this run (record read -> {value: fingerprint}); replaces all of its rows."""
-        self.new_reads[reader] = reads
-
-    @staticmethod
-    def _read_row(body: Any) -> dict[str, str] | None:
-        if not isinstance(body, str):
-            return None
-        try:
-            seen = json.loads(body)
-        except ValueError:
-            return None
-        ok = isinstance(seen, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in seen.items())
-        return seen if ok else None
-
     # ------------------------------------------------------------ per file
     def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
         """The entry for a file whose stat matches what the cache saw and that is not 'racily clean'."""
@@ -686,7 +217,7 @@ class Cache:
         changed = (
             any((t.dirty, t.deleted) for t in (self.files, self.compute))
             or self.global_changed
-            or bool(self.new_reads)
+            or bool(self.reads.new_reads)
             or (self.index_update is not None and not self.index_update.empty)
             or (self.index_update is not None and not self.indexed)
         )
@@ -777,7 +308,7 @@ class Cache:
                 table.dirty.update(table.raw)
                 table.rewrite_all = True
             for name in self.compute:  # an entry is kept only with the reads it was computed from
-                if name not in self.new_reads:
+                if name not in self.reads.new_reads:
                     del self.compute[name]
                     self.index_fingerprint = None
         elif meta.get("generation") != self.generation:
@@ -788,7 +319,7 @@ class Cache:
             self._write_table(connection, self.files)
             self._write_meta(connection, {"written_ns": time.time_ns(), "indexed": None})  # the index is the other's
             return
-        for reader, reads in self.new_reads.items():
+        for reader, reads in self.reads.new_reads.items():
             connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
             connection.executemany(
                 "INSERT INTO reads VALUES (?, ?, ?)",

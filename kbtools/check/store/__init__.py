@@ -1,0 +1,17 @@
+"""The store: what one run of kb check keeps for the next, in kb's state directory (never the repository).
+
+- key: what the store is keyed by (kb's code, the schemas, a file's bytes and stat);
+- codec: kb's own types to JSON text and back (data only: no row can make kb run anything);
+- rows: a table of entries, each field decoded when first asked for and written back only where set;
+- reads: the reverse-dependency table (who read what of which record, with fingerprints);
+- store: the Cache that reads and writes all of it in one SQLite file, and `remembered`, a stage's seam.
+
+Only the driver and the store itself import it (tests/test_layout.py holds that once issue 43's stages
+are pure); its public names are these.
+"""
+
+from kbtools.check.store.codec import decode, encode, revive
+from kbtools.check.store.key import RACY_NS, code_files, digest, schema_key
+from kbtools.check.store.store import Cache, remembered
+
+__all__ = ["RACY_NS", "Cache", "code_files", "decode", "digest", "encode", "remembered", "revive", "schema_key"]
