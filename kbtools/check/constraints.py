@@ -28,68 +28,46 @@ generated from the schemas.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
-from typing import Any
 
-from kbtools.check.store import remembered
-from kbtools.corpus import Corpus, FieldPath, Record, dotted
+from kbtools.check.stage import Context, Judgement, Stage
+from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic, Severity
 from kbtools.fieldwalk import walk_plan
-from kbtools.index import CorpusIndex
 from kbtools.lang.normal import url_key
 
 
-def check_constraints(corpus: Corpus) -> Corpus:
-    index = corpus.index
+class ConstraintsStage(Stage):
+    """Each record against its type's rules; a rule that asks what the record's sources say reads them, so
+    the judgement holds while each source named resolves the same and its bytes are the same."""
 
-    def still_valid(kept: dict) -> bool:
-        # valid while the record, what each source it named resolves to, and every source it read stay the same
-        return index.resolves_as_before(kept["resolved"]) and all(
-            index.digest_of(key) == d for key, d in kept["read"].items()
-        )
+    name = "constraints"
 
-    found: list[Diagnostic] = []
-    for record in sorted(corpus.judged(), key=lambda r: r.path):
-        kept = remembered(
-            corpus.cache,
-            record,
-            "constraints",
-            partial(_record_constraints, corpus, record, index),
-            valid=still_valid,
-        )
-        found.extend(kept["diagnostics"])
-    return corpus.with_diagnostics(found)
-
-
-def _record_constraints(corpus: Corpus, record: Record, index: CorpusIndex[Record]) -> dict:
-    """One record's findings, with the sources it read to judge them (key -> digest)."""
-    found: list[Diagnostic] = []
-    read: dict[str, str] = {}
-    resolved: dict[str, Any] = {}  # each source named -> what it resolved to (CorpusIndex.resolution)
-    record_type = corpus.registry.types.get(record.type) if record.type else None
-    rules = record_type.constraints if record_type is not None else ()
-    for rule in rules:
-        for path, item in _items(rule.get("each", "record"), record, record_type):
-            if not _matches(rule.get("when", {}), item, record):
-                continue
-            failed = _unmet(rule.get("require", {}), item, record)
-            if failed is None and "cites" in rule:
-                failed = _uncited(rule["cites"], item, record, index, read, resolved)
-            if failed is not None:
-                line, col = record.position(path) if path else record.position(("id",))
-                where = dotted(path) if path else record.key
-                found.append(
-                    Diagnostic(
-                        code=rule["code"],
-                        severity=Severity(rule["severity"]),
-                        path=record.path,
-                        line=line,
-                        column=col,
-                        # the cause first (what this record or its source lacks), then the rule it breaks
-                        message=f"{where}: {failed}; the rule: {rule['message']}",
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        found: list[Diagnostic] = []
+        record_type = ctx.registry.types.get(record.type) if record.type else None
+        rules = record_type.constraints if record_type is not None else ()
+        for rule in rules:
+            for path, item in _items(rule.get("each", "record"), record, record_type):
+                if not _matches(rule.get("when", {}), item, record):
+                    continue
+                failed = _unmet(rule.get("require", {}), item, record)
+                if failed is None and "cites" in rule:
+                    failed = _uncited(rule["cites"], item, record, ctx)
+                if failed is not None:
+                    line, col = record.position(path) if path else record.position(("id",))
+                    where = dotted(path) if path else record.key
+                    found.append(
+                        Diagnostic(
+                            code=rule["code"],
+                            severity=Severity(rule["severity"]),
+                            path=record.path,
+                            line=line,
+                            column=col,
+                            # the cause first (what this record or its source lacks), then the rule it breaks
+                            message=f"{where}: {failed}; the rule: {rule['message']}",
+                        )
                     )
-                )
-    return {"resolved": resolved, "read": read, "diagnostics": found}
+        return Judgement(tuple(found))
 
 
 def _items(each: str, record: Record, record_type) -> Iterator[tuple[FieldPath, dict]]:
@@ -145,14 +123,7 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
     return None
 
 
-def _uncited(
-    conditions: dict,
-    item: dict,
-    record: Record,
-    index: CorpusIndex[Record],
-    read: dict[str, str],
-    resolved: dict[str, Any],
-) -> str | None:
+def _uncited(conditions: dict, item: dict, record: Record, ctx: Context) -> str | None:
     cited = item.get("source")
     names = (
         [cited]
@@ -163,12 +134,10 @@ def _uncited(
         return "it cites no source"
     reasons = []
     for name in names:
-        resolved[name] = index.resolution(name)
-        source, _ = index.resolve(name)
+        source, _ = ctx.resolve(name)
         if source is None:
             return None  # a dangling reference is the links stage's finding, not this rule's
-        read[source.key] = source.digest
-        reason = _unmet(conditions, dict(source.data), record)
+        reason = _unmet(conditions, dict(ctx.read(source).data), record)
         if reason is None:
             return None
         reasons.append(f"{name}: {reason}")

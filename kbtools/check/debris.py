@@ -12,11 +12,10 @@ among them) and HTML are left out.
 from __future__ import annotations
 
 import re
-from functools import partial
 
 from kbtools.check.prose import blank_not_prose, prose_lines
-from kbtools.check.store import remembered
-from kbtools.corpus import Corpus, Record, dotted, text_fields
+from kbtools.check.stage import Context, Judgement, Stage
+from kbtools.corpus import Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
 
 _DEBRIS = re.compile(
@@ -31,12 +30,13 @@ _MARKER = re.compile("|".join(_MARKERS), re.IGNORECASE)
 _NOT_TEXT = frozenset({"formula", "url", "config_url", "docs_url", "repository"})  # code and addresses, not prose
 
 
-def find_debris(corpus: Corpus) -> Corpus:
-    found: list[Diagnostic] = []
-    for record in sorted(corpus.judged(), key=lambda r: r.path):
-        # a function of the file's bytes alone: kept while they are unchanged
-        found.extend(remembered(corpus.cache, record, "debris", partial(_record_debris, record)))
-    return corpus.with_diagnostics(found)
+class DebrisStage(Stage):
+    """A function of the record's bytes alone: it reads nothing else."""
+
+    name = "debris"
+
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        return Judgement(tuple(_record_debris(record)))
 
 
 def _record_debris(record: Record) -> list[Diagnostic]:

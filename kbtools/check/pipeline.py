@@ -12,14 +12,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from kbtools.check.compute import recompute_costs
-from kbtools.check.constraints import check_constraints
-from kbtools.check.debris import find_debris
+from kbtools.check.constraints import ConstraintsStage
+from kbtools.check.debris import DebrisStage
 from kbtools.check.freshness import TODAY_CODE, check_freshness, reported
 from kbtools.check.links import resolve_links
 from kbtools.check.load import load_corpus, load_scoped
-from kbtools.check.schema import validate_schemas
+from kbtools.check.run import run_stage
+from kbtools.check.schema import SchemaStage
 from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whole_index
 from kbtools.check.similar import find_similar
+from kbtools.check.stage import Stage
 from kbtools.check.store import Cache, schema_key
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
@@ -27,11 +29,11 @@ from kbtools.diagnostics import CODES, Diagnostic
 from kbtools.registry import TypeRegistry, load_registry
 
 STAGES = (
-    validate_schemas,
+    SchemaStage(),
     resolve_links,
     find_similar,
-    find_debris,
-    check_constraints,
+    DebrisStage(),
+    ConstraintsStage(),
     recompute_costs,
     check_freshness,
 )
@@ -102,8 +104,8 @@ def _stages(corpus: Corpus) -> tuple[Corpus, dict[str, list[Diagnostic]]]:
     found: dict[str, list[Diagnostic]] = {}
     for stage in STAGES:
         before = len(corpus.diagnostics)
-        corpus = stage(corpus)
-        found[stage.__name__] = list(corpus.diagnostics[before:])
+        corpus = run_stage(stage, corpus) if isinstance(stage, Stage) else stage(corpus)
+        found[stage.name if isinstance(stage, Stage) else stage.__name__] = list(corpus.diagnostics[before:])
     return corpus, found
 
 

@@ -8,28 +8,27 @@ from __future__ import annotations
 
 import difflib
 import re
-from functools import partial
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from kbtools.check.store import remembered
-from kbtools.corpus import Corpus, FieldPath, Record
+from kbtools.check.stage import Context, Judgement, Stage
+from kbtools.corpus import FieldPath, Record
 from kbtools.diagnostics import CODES, Diagnostic, Severity, internal_error
-from kbtools.progress import track
 from kbtools.registry import DEFAULT_REQUIRE_CODE, RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
 
 
-def validate_schemas(corpus: Corpus) -> Corpus:
-    found: list[Diagnostic] = []
-    cache = corpus.cache
-    for record in track(corpus.judged(), "Validating"):
-        record_type = corpus.registry.types.get(record.type) if record.type else None
-        if record_type is None:
-            continue
-        found.extend(remembered(cache, record, "schema", partial(validate_record, record, record_type)))
-    return corpus.with_diagnostics(found)
+class SchemaStage(Stage):
+    """The record against its type's JSON Schema: a function of its bytes and the schema alone (the store is
+    keyed by the schemas, so a schema edit re-judges every record)."""
+
+    name = "schema"
+    progress = "Validating"
+
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        record_type = ctx.registry.types.get(record.type) if record.type else None
+        return Judgement(tuple(validate_record(record, record_type))) if record_type is not None else Judgement()
 
 
 def validate_record(record: Record, record_type: RecordType) -> list[Diagnostic]:

@@ -1,0 +1,88 @@
+"""A stage of kb check as the driver (kbtools.check.run) sees it: it judges one record and says what it read.
+
+A stage is pure. It never asks whether a store exists, whether the run is scoped, or whether a judgement it
+made before still holds: the driver answers all three. It gets a record and a Context, returns a Judgement
+(its findings), and every question it asked of other records through the Context is kept beside them as a
+Read with the answer's fingerprint. The driver keeps a judgement for as long as the record's bytes and
+every fingerprint it read are the same, so a stage author writes the check and nothing about reuse.
+
+`finish` makes the findings about the corpus as a whole (an orphan, a pair of near-duplicates), from every
+record's judgement. That is Sphinx's split between the environment, which owns what is outdated, and a
+collector, which only says what it learnt from one document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from kbtools.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from kbtools.corpus import Corpus, Record
+
+# a read: (what was asked, of what), and the answer's fingerprint then
+Read = tuple[str, str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What a stage found of one record, and what it read beyond the record's own file to find it."""
+
+    findings: tuple[Diagnostic, ...] = ()
+    reads: tuple[Read, ...] = field(default=())
+
+
+class Context:
+    """What a stage may ask of the rest of the corpus while it judges one record. Every answer is noted as a
+    read, so the driver can tell later whether the judgement still holds."""
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+        self.registry = corpus.registry
+        self._reads: dict[tuple[str, str], Any] = {}
+
+    def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
+        """A reference as the corpus resolves it (kbtools.index): kept while it resolves the same."""
+        self._note("resolves", target)
+        return self.corpus.index.resolve(target)
+
+    def read(self, record: Record) -> Record:
+        """Another record, read for what it says: kept while its bytes are the same."""
+        self._note("digest", record.key)
+        return record
+
+    def reads(self) -> tuple[Read, ...]:
+        return tuple((kind, what, fingerprint) for (kind, what), fingerprint in self._reads.items())
+
+    def _note(self, kind: str, what: str) -> None:
+        if (kind, what) not in self._reads:
+            self._reads[(kind, what)] = fingerprint(self.corpus, kind, what)
+
+
+def fingerprint(corpus: Corpus, kind: str, what: str) -> Any:
+    """The answer a read had, reduced to what says whether it changed."""
+    if kind == "resolves":
+        return corpus.index.resolution(what)
+    if kind == "digest":
+        return corpus.index.digest_of(what)
+    raise ValueError(f"a read of an unknown kind: {kind!r}")
+
+
+def still_holds(corpus: Corpus, reads: tuple[Read, ...]) -> bool:
+    return all(fingerprint(corpus, kind, what) == was for kind, what, was in reads)
+
+
+class Stage:
+    """A stage of kb check: `judge` one record; `finish` the corpus-level findings. Subclasses set `name`,
+    the store's key for their judgements (so renaming the code changes nothing stored)."""
+
+    name: ClassVar[str]
+    progress: ClassVar[str | None] = None  # the words of a progress bar over its records, if it wants one
+
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        raise NotImplementedError
+
+    def finish(self, corpus: Corpus, judged: Mapping[str, Judgement]) -> list[Diagnostic]:
+        return []
