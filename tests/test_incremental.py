@@ -589,3 +589,40 @@ def test_explain_and_export_from_stored_values_are_those_of_a_run_without_a_stor
             if (root / "records" / f"{target.split('.')[0]}.md").exists():
                 assert printed("explain", target, stored=True) == printed("explain", target, stored=False), what
         assert exported(stored=True) == exported(stored=False), f"step {step}: {what}"
+
+
+def test_a_link_to_a_heading_is_judged_again_only_when_the_targets_headings_change(tmp_path, monkeypatch):
+    """A stage says what it read (kbtools.check.stage): a [[record#heading]] link reads its target's headings,
+    not its bytes. Editing the target's prose keeps the linking record's judgement; renaming the heading
+    judges it again and finds the broken anchor (KB305)."""
+    from kbtools.check.links import LinksStage
+
+    root = tmp_path / "kb"
+    generate(root, 30, seed=5, defects=0)
+    files = sorted((root / "records").rglob("*.md"))
+    target, linker = files[3], files[4]
+    target_key = f"{target.parent.name}/{target.stem}"
+    target.write_text(target.read_text() + "\n## Read path\n\nThe first paragraph.\n")
+    linker.write_text(linker.read_text() + f"\nSee [[{target_key}#read-path]].\n")
+    judged: list[str] = []
+    judge = LinksStage.judge
+
+    def counted(self, record, ctx):
+        judged.append(record.path)
+        return judge(self, record, ctx)
+
+    monkeypatch.setattr(LinksStage, "judge", counted)
+    linker_path = linker.relative_to(root).as_posix()
+
+    def check() -> list[tuple]:
+        judged.clear()
+        return findings(check_corpus(Settings(root=root), use_cache=True, complete=False))
+
+    assert not [f for f in check() if f[3] == "KB305"] and linker_path in judged  # cold: every record judged
+    target.write_text(target.read_text().replace("The first paragraph.", "The first paragraph, reworded."))
+    assert not [f for f in check() if f[3] == "KB305"]
+    assert linker_path not in judged and target.relative_to(root).as_posix() in judged
+    target.write_text(target.read_text().replace("## Read path", "## The read path"))
+    found = check()
+    assert linker_path in judged
+    assert [f[0] for f in found if f[3] == "KB305"] == [linker_path]

@@ -191,3 +191,24 @@ def test_the_circle_finder_finds_a_circle_and_only_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}, "f": set()}
     assert circles(graph) == [["a", "b", "c"], ["e"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_stage_imports_the_store_or_the_scope():
+    """A stage only judges (kbtools.check.stage): what is kept, reused and widened is the driver's
+    (kbtools.check.run). Every module that defines a Stage imports neither the store nor the scope, directly
+    or through any module it imports under check/ (the driver and the pipeline excepted)."""
+    graph = module_graph()
+    files = {
+        p.relative_to(REPO).with_suffix("").as_posix().replace("/", "."): p for p in REPO.glob("kbtools/check/*.py")
+    }
+    stages = sorted(name for name, path in files.items() if "(Stage)" in path.read_text())
+    assert {"kbtools.check.links", "kbtools.check.similar", "kbtools.check.schema"} <= set(stages)
+    driver = {"kbtools.check.run", "kbtools.check.pipeline"}
+    for stage in stages:
+        reached, frontier = set(), [stage]
+        while frontier:
+            for imported in graph[frontier.pop()] - reached - driver:
+                reached.add(imported)
+                frontier.append(imported)
+        wrong = {m for m in reached if m.startswith(("kbtools.check.store", "kbtools.check.scope"))}
+        assert not wrong, f"{stage} reaches {sorted(wrong)}"

@@ -8,36 +8,28 @@ on, so backlinks can be grouped by field and every broken link reported in place
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import partial
-from typing import Any
+from collections.abc import Mapping
 
-from kbtools.check.store import remembered
+from kbtools.check.stage import Context, Edge, Judgement, Stage, Stored
 from kbtools.corpus import Corpus, Record, Reference
 from kbtools.diagnostics import Diagnostic
 from kbtools.fieldwalk import iter_references
-from kbtools.index import CorpusIndex
-from kbtools.lang.markdown import BodyScan, headings, remember_scan, scan_body
-from kbtools.registry import FieldPlan
+from kbtools.lang.markdown import WikiLink, remember_scan, scan_body
 
 
-def resolve_links(corpus: Corpus) -> Corpus:
-    index = corpus.index
-    found: list[Diagnostic] = []
-    dirs = set(corpus.registry.dirs)
-    heading_cache: dict[str, set[str]] = {}
-    edges: list[tuple[str, str, str, int]] = []  # (source, target, field, line): tuples, not dicts, at 100k records
+class LinksStage(Stage):
+    """A record's typed references and [[wikilinks]]: each resolved (KB300-KB303), the field's type checked
+    (KB301), an #anchor's heading looked up (KB305), and its id unique (KB304). Its links become the corpus's
+    edges; `finish` finds the records nothing links to (KB306, KB307)."""
 
-    def still_valid(cached: dict) -> bool:
-        # valid while the record, what each of its targets resolves to, and its anchors' targets stay the same
-        return index.resolves_as_before(cached["resolved"]) and all(
-            index.digest_of(key) == d for key, d in cached["anchors"].items()
-        )
+    name = "links"
 
-    def judge(record: Record) -> None:
-        others = [index.path_of(key) for key in index.by_id.keys_of(record.id) if key != record.key]
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        mine: list[Diagnostic] = []
+        others = [ctx.corpus.index.path_of(key) for key in ctx.keys_with_id(record.id) if key != record.key]
         if others:
             line, col = record.position(("id",))
-            found.append(
+            mine.append(
                 Diagnostic.make(
                     "KB304",
                     record.path,
@@ -46,129 +38,72 @@ def resolve_links(corpus: Corpus) -> Corpus:
                     f"id '{record.id}' is also used by {', '.join(others)}; ids must be unique across the repository",
                 )
             )
-        result = remembered(
-            corpus.cache,
-            record,
-            "links",
-            partial(_link_record, corpus, record, index, dirs, heading_cache),
-            valid=still_valid,
-        )
-        found.extend(result["diagnostics"])
-        edges.extend(map(tuple, result["edges"]))  # JSON gives lists
+        edges: list[Edge] = []
+        scan = ctx.of_bytes("scan", lambda: scan_body(record.body))
+        remember_scan(record.body, scan)  # later stages ask the scanner again, and get this one
+        if scan.skipped:
+            mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
+        record_type = ctx.registry.types.get(record.type) if record.type else None
+        if record_type is not None:
+            dirs = set(ctx.registry.dirs)
+            refs = ctx.of_bytes("refs", lambda: list(iter_references(record, record_type.plan, dirs)))
+            for ref in refs:
+                mine.extend(_link_reference(record, ref, ctx, edges))
+        for link in scan.links:
+            mine.extend(_link_body(record, link, ctx, edges))
+        return Judgement(tuple(mine), edges=tuple(edges))
 
-    judged = corpus.judged()
-    for record in judged:
-        judge(record)
-    scope = corpus.scope
-    if scope is not None:
+    def widen(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> set[str]:
         # a record a judged one links to now may have been an orphan until this edit: judged too (its own
-        # links are as stored, so whom it links to is unchanged and the widening stops here)
-        keys = {r.key for r in judged}
-        gained = [corpus.records[k] for k in sorted({t for _, t, _, _ in edges} - keys, key=index.path_of)]
-        for record in gained:
-            judge(record)
-        judged = judged + gained
-        scope.cover("resolve_links", (r.path for r in gained))
-    judged_keys = frozenset(r.key for r in judged)
-    linked = {target for source, target, _, _ in edges if source != target}
-    for record in judged:
-        if record.key in linked or (scope is not None and scope.index.linked_from_outside(record.key, judged_keys)):
-            continue
-        line, col = record.position(("id",))
-        if corpus.registry.has_role(record.type, "source"):
-            found.append(
-                Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record")
-            )
-        else:
-            found.append(
-                Diagnostic.make(
-                    "KB306",
-                    record.path,
-                    line,
-                    col,
-                    f"orphan: no record links to {record.key}",
-                    hint="link it from a related record, or delete it",
-                )
-            )
-    return corpus.with_diagnostics(found, edges=tuple(edges))
+        # links are as stored, so whom it links to is unchanged and the widening stops there)
+        return {target for j in judged.values() for _, target, _, _ in j.edges}
 
-
-def _link_record(
-    corpus: Corpus,
-    record: Record,
-    index: CorpusIndex[Record],
-    dirs: set[str],
-    heading_cache: dict[str, set[str]],
-) -> dict[str, Any]:
-    """One record's links: its diagnostics, its edges, and the link targets whose headings it relied on."""
-    mine: list[Diagnostic] = []
-    my_edges: list[tuple[str, str, str, int]] = []
-    anchors: dict[str, str] = {}
-    scan = record_scan(corpus, record)
-    if scan.skipped:
-        mine.append(Diagnostic.make(scan.skipped[0], record.path, record.body_line, 1, scan.skipped[1]))
-    record_type = corpus.registry.types.get(record.type) if record.type else None
-    refs = record_references(corpus, record, record_type.plan, dirs) if record_type is not None else []
-    for ref in refs:
-        mine.extend(_link_reference(record, ref, index, my_edges))
-    for link in scan.links:
-        line = record.body_line + link.line
-        target, candidates = index.resolve(link.target)
-        if target is None:
-            if candidates:
-                names = ", ".join(sorted(c.key for c in candidates))
-                mine.append(
-                    Diagnostic.make(
-                        "KB303",
-                        record.path,
-                        line,
-                        link.column,
-                        f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]",
-                    )
+    def finish(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> list[Diagnostic]:
+        found: list[Diagnostic] = []
+        keys = frozenset(judged)
+        linked = {target for j in judged.values() for source, target, _, _ in j.edges if source != target}
+        for key in sorted(judged, key=corpus.index.path_of):
+            if key in linked or stored.linked_from_outside(key, keys):
+                continue
+            record = corpus.records[key]
+            line, col = record.position(("id",))
+            if corpus.registry.has_role(record.type, "source"):
+                found.append(
+                    Diagnostic.make("KB307", record.path, line, col, f"source '{record.id}' is cited by no record")
                 )
             else:
-                mine.append(
+                found.append(
                     Diagnostic.make(
-                        "KB302",
+                        "KB306",
                         record.path,
                         line,
-                        link.column,
-                        f"dangling link {link.text}: no record '{link.target}'",
+                        col,
+                        f"orphan: no record links to {record.key}",
+                        hint="link it from a related record, or delete it",
                     )
                 )
-            continue
-        my_edges.append((record.key, target.key, "body", line))
-        if link.anchor:
-            anchors[target.key] = target.digest
-            if target.key not in heading_cache:
-                heading_cache[target.key] = headings(target.body)
-            if link.anchor.lower() not in heading_cache[target.key]:
-                mine.append(
-                    Diagnostic.make(
-                        "KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}"
-                    )
-                )
-    resolved = {ref.value: index.resolution(ref.value) for ref in refs} | {
-        link.target: index.resolution(link.target) for link in scan.links
-    }
-    return {"resolved": resolved, "anchors": anchors, "diagnostics": mine, "edges": my_edges}
+        return found
 
 
-def record_references(corpus: Corpus, record: Record, plan: FieldPlan, dirs: set[str]) -> list[Reference]:
-    """The record's typed references: from the cache when the file (and schema) are unchanged."""
-    return remembered(corpus.cache, record, "refs", lambda: list(iter_references(record, plan, dirs)))
+def _link_body(record: Record, link: WikiLink, ctx: Context, edges: list[Edge]) -> list[Diagnostic]:
+    line = record.body_line + link.line
+    target, candidates = ctx.resolve(link.target)
+    if target is None:
+        if candidates:
+            names = ", ".join(sorted(c.key for c in candidates))
+            text = f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"
+            return [Diagnostic.make("KB303", record.path, line, link.column, text)]
+        text = f"dangling link {link.text}: no record '{link.target}'"
+        return [Diagnostic.make("KB302", record.path, line, link.column, text)]
+    edges.append((record.key, target.key, "body", line))
+    if link.anchor and link.anchor.lower() not in ctx.headings(target):
+        return [Diagnostic.make("KB305", record.path, line, link.column, f"no heading '{link.anchor}' in {target.key}")]
+    return []
 
 
-def record_scan(corpus: Corpus, record: Record) -> BodyScan:
-    """The body's links and inline values: from the cache when the file is unchanged."""
-    scan = remembered(corpus.cache, record, "scan", lambda: scan_body(record.body))
-    remember_scan(record.body, scan)  # later stages ask the scanner again, and get this one
-    return scan
-
-
-def _link_reference(record: Record, ref: Reference, index: CorpusIndex[Record], edges: list) -> list[Diagnostic]:
+def _link_reference(record: Record, ref: Reference, ctx: Context, edges: list[Edge]) -> list[Diagnostic]:
     line, col = record.position(ref.path)
-    target, candidates = index.resolve(ref.value)
+    target, candidates = ctx.resolve(ref.value)
     if target is None:
         if candidates:
             typed = [c for c in candidates if c.type in ref.types]

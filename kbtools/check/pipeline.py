@@ -15,12 +15,12 @@ from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import ConstraintsStage
 from kbtools.check.debris import DebrisStage
 from kbtools.check.freshness import TODAY_CODE, check_freshness, reported
-from kbtools.check.links import resolve_links
+from kbtools.check.links import LinksStage
 from kbtools.check.load import load_corpus, load_scoped
 from kbtools.check.run import run_stage
 from kbtools.check.schema import SchemaStage
 from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whole_index
-from kbtools.check.similar import find_similar
+from kbtools.check.similar import SimilarStage
 from kbtools.check.stage import Stage
 from kbtools.check.store import Cache, schema_key
 from kbtools.config import apply_severity, unknown_codes
@@ -30,8 +30,8 @@ from kbtools.registry import TypeRegistry, load_registry
 
 STAGES = (
     SchemaStage(),
-    resolve_links,
-    find_similar,
+    LinksStage(),
+    SimilarStage(),
     DebrisStage(),
     ConstraintsStage(),
     recompute_costs,

@@ -91,6 +91,11 @@ class StoredIndex:
         column = ("name_key", "url_key")[kind]
         return {k for (k,) in self._query(f"SELECT key FROM ids WHERE type IS ? AND {column} = ?", (type_, value))}
 
+    def groups_of(self, key: str) -> tuple[str | None, ...]:
+        """The near-duplicate groups `key` was in when the last run indexed it (none for a new record)."""
+        known = self.known.get(key)
+        return known.groups if known is not None else ()
+
     def findings(self) -> list[tuple[str, str, str]]:
         """(path, stage, diagnostics as JSON) of every file the last run found something in."""
         return self._query("SELECT path, stage, body FROM findings", ())
@@ -257,7 +262,7 @@ def scoped_index(corpus: Any, found: Mapping[str, list[Diagnostic]], covered: Ma
     stage judged, and the findings of every (file, stage) it covered (emptied where nothing is found now)."""
     scope = corpus.scope
     fresh = [corpus.records[k] for k in scope.keys if corpus.records[k].path in scope.changed_paths]
-    linked = set(scope.keys) | {k for k in corpus.records.fresh if corpus.records[k].path in covered["resolve_links"]}
+    linked = set(scope.keys) | {k for k in corpus.records.fresh if corpus.records[k].path in covered["links"]}
     findings: dict[tuple[str, str], str | None] = {
         (path, stage): None for stage, paths in covered.items() for path in paths
     }

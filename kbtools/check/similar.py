@@ -11,65 +11,75 @@ One pass over the corpus, grouping by a key (kbtools.lang.normal): no pairwise c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from kbtools.check.stage import Context, Judgement, Stage, Stored
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.index import CorpusIndex
 from kbtools.lang.normal import name_key, url_key
 
 
-def find_similar(corpus: Corpus) -> Corpus:
-    found: list[Diagnostic] = []
-    document_of = document_key(corpus.registry)
-    members = corpus.judged() if corpus.scope is None else _groups_around(corpus, document_of)
-    for code, key_of, field in (("KB309", name_of, "name"), ("KB310", document_of, "url")):
-        groups: dict[tuple[str, str], list[Record]] = {}
-        for record in sorted(members, key=lambda r: r.path):
-            key = key_of(record)
-            if key is not None:
-                groups.setdefault((record.type or "", key), []).append(record)
-        for records in groups.values():
-            first = records[0]
-            for other in records[1:]:
-                if _distinct(corpus.index, first, other):  # the index is asked only when a group holds two
+class SimilarStage(Stage):
+    """Near-duplicates are a finding about a group, never about one record: `judge` finds nothing, `widen`
+    closes a scoped run over the groups its records are in now or were in before the edit, and `finish` groups
+    what was judged."""
+
+    name = "similar"
+
+    def judge(self, record: Record, ctx: Context) -> Judgement:
+        return Judgement()
+
+    def widen(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> set[str]:
+        """Every member of a group a judged record is in, or was in (the store's id table), closed over the
+        members' own groups, so that each group finish sees is whole."""
+        document_of = document_key(corpus.registry)
+        chosen = set(judged)
+        frontier = list(judged)
+        seen: set[tuple[str | None, int, str]] = set()
+        while frontier:
+            record = corpus.records[frontier.pop()]
+            keys = {(0, name_of(record)), (1, document_of(record)), *enumerate(stored.groups_of(record.key))}
+            for kind, value in keys:
+                if value is None or (record.type, kind, value) in seen:
                     continue
-                line, col = other.value_position((field,))
-                if code == "KB309":
-                    message = (
-                        f"name {other.data.get('name')!r} is the same as {first.key}'s {first.data.get('name')!r} but for "
-                        f"case, spacing or punctuation: merge the two, or name them apart (distinct_from: [{first.key}] "
-                        "if they are different things)"
-                    )
-                else:
-                    message = (
-                        f"url is the same document as {first.key}'s ({first.data.get('url')}): one document, two "
-                        f"source records; merge them (distinct_from: [{first.key}] if they are different documents)"
-                    )
-                found.append(Diagnostic.make(code, other.path, line, col, message))
-    return corpus.with_diagnostics(found)
+                seen.add((record.type, kind, value))
+                for key in stored.group_members(record.type, kind, value) - chosen:
+                    chosen.add(key)
+                    frontier.append(key)
+        return chosen
+
+    def finish(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> list[Diagnostic]:
+        found: list[Diagnostic] = []
+        document_of = document_key(corpus.registry)
+        members = sorted((corpus.records[k] for k in judged), key=lambda r: r.path)
+        for code, key_of, field in (("KB309", name_of, "name"), ("KB310", document_of, "url")):
+            groups: dict[tuple[str, str], list[Record]] = {}
+            for record in members:
+                key = key_of(record)
+                if key is not None:
+                    groups.setdefault((record.type or "", key), []).append(record)
+            for records in groups.values():
+                first = records[0]
+                for other in records[1:]:
+                    if _distinct(corpus.index, first, other):  # the index is asked only when a group holds two
+                        continue
+                    line, col = other.value_position((field,))
+                    found.append(Diagnostic.make(code, other.path, line, col, _message(code, first, other)))
+        return found
 
 
-def _groups_around(corpus: Corpus, document_of) -> list[Record]:
-    """In a scoped run: the judged records and every member of a group one of them is in, or was in before
-    this edit (from the store's id table), closed over the members' own groups, so that each returned
-    record's groups are whole and its findings can be judged again."""
-    scope = corpus.scope
-    chosen = {record.key: record for record in corpus.judged()}
-    frontier = list(chosen.values())
-    seen: set[tuple[str | None, int, str]] = set()
-    while frontier:
-        record = frontier.pop()
-        known = scope.index.known.get(record.key)
-        keys = {(0, name_of(record)), (1, document_of(record))}
-        keys |= {(kind, value) for kind, value in enumerate(known.groups)} if known is not None else set()
-        for kind, value in keys:
-            if value is None or (record.type, kind, value) in seen:
-                continue
-            seen.add((record.type, kind, value))
-            for key in scope.index.group_members(record.type, kind, value) - set(chosen):
-                chosen[key] = corpus.records[key]
-                frontier.append(chosen[key])
-    scope.cover("find_similar", (record.path for record in chosen.values()))
-    return list(chosen.values())
+def _message(code: str, first: Record, other: Record) -> str:
+    if code == "KB309":
+        return (
+            f"name {other.data.get('name')!r} is the same as {first.key}'s {first.data.get('name')!r} but for "
+            f"case, spacing or punctuation: merge the two, or name them apart (distinct_from: [{first.key}] "
+            "if they are different things)"
+        )
+    return (
+        f"url is the same document as {first.key}'s ({first.data.get('url')}): one document, two "
+        f"source records; merge them (distinct_from: [{first.key}] if they are different documents)"
+    )
 
 
 def name_of(record: Record) -> str | None:

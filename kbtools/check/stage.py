@@ -13,17 +13,22 @@ collector, which only says what it learnt from one document.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from kbtools.diagnostics import Diagnostic
+from kbtools.lang.markdown import headings
 
 if TYPE_CHECKING:
     from kbtools.corpus import Corpus, Record
 
 # a read: (what was asked, of what), and the answer's fingerprint then
 Read = tuple[str, str, Any]
+# a link: (source, target, the field it stands in, its line)
+Edge = tuple[str, str, str, int]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,15 +37,17 @@ class Judgement:
 
     findings: tuple[Diagnostic, ...] = ()
     reads: tuple[Read, ...] = field(default=())
+    edges: tuple[Edge, ...] = ()
 
 
 class Context:
     """What a stage may ask of the rest of the corpus while it judges one record. Every answer is noted as a
     read, so the driver can tell later whether the judgement still holds."""
 
-    def __init__(self, corpus: Corpus):
+    def __init__(self, corpus: Corpus, row: Any = None):
         self.corpus = corpus
         self.registry = corpus.registry
+        self._row = row  # the judged file's row in the store, for of_bytes (None without a store)
         self._reads: dict[tuple[str, str], Any] = {}
 
     def resolve(self, target: str) -> tuple[Record | None, list[Record]]:
@@ -48,10 +55,31 @@ class Context:
         self._note("resolves", target)
         return self.corpus.index.resolve(target)
 
+    def keys_with_id(self, record_id: str) -> list[str]:
+        """Every record with this id (one, unless ids clash): kept while the id resolves the same."""
+        self._note("resolves", record_id)
+        return self.corpus.index.by_id.keys_of(record_id)
+
     def read(self, record: Record) -> Record:
         """Another record, read for what it says: kept while its bytes are the same."""
         self._note("digest", record.key)
         return record
+
+    def headings(self, record: Record) -> set[str]:
+        """Another record's headings (an #anchor's targets): kept while they are the same, whatever else
+        of the record changes."""
+        self._note("headings", record.key)
+        return headings(record.body)
+
+    def of_bytes(self, name: str, compute: Callable[[], T]) -> T:
+        """A function of the judged record's bytes alone (its body scan, its references), made once per
+        version of the file and kept in its row: it reads nothing else, so it needs no read."""
+        if self._row is not None and name in self._row:
+            return self._row[name]
+        value = compute()
+        if self._row is not None:
+            self._row[name] = value
+        return value
 
     def reads(self) -> tuple[Read, ...]:
         return tuple((kind, what, fingerprint) for (kind, what), fingerprint in self._reads.items())
@@ -67,6 +95,11 @@ def fingerprint(corpus: Corpus, kind: str, what: str) -> Any:
         return corpus.index.resolution(what)
     if kind == "digest":
         return corpus.index.digest_of(what)
+    if kind == "headings":
+        if what not in corpus.index.by_key:
+            return None
+        text = "\n".join(sorted(headings(corpus.index.by_key[what].body)))
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     raise ValueError(f"a read of an unknown kind: {kind!r}")
 
 
@@ -74,9 +107,21 @@ def still_holds(corpus: Corpus, reads: tuple[Read, ...]) -> bool:
     return all(fingerprint(corpus, kind, what) == was for kind, what, was in reads)
 
 
+class Stored(Protocol):
+    """What the store says of the records a scoped run does not judge: the corpus as the last run saw it.
+    A whole run judges every record, and its Stored says nothing (kbtools.check.run.NOTHING_STORED)."""
+
+    def linked_from_outside(self, key: str, judged: frozenset[str] | set[str]) -> bool: ...
+
+    def group_members(self, type_: str | None, kind: int, value: str) -> set[str]: ...
+
+    def groups_of(self, key: str) -> tuple[str | None, ...]: ...
+
+
 class Stage:
-    """A stage of kb check: `judge` one record; `finish` the corpus-level findings. Subclasses set `name`,
-    the store's key for their judgements (so renaming the code changes nothing stored)."""
+    """A stage of kb check: `judge` one record; `widen` says which other records a run that judged these
+    must judge too; `finish` makes the corpus-level findings. Subclasses set `name`, the store's key for
+    their judgements (so renaming the code changes nothing stored)."""
 
     name: ClassVar[str]
     progress: ClassVar[str | None] = None  # the words of a progress bar over its records, if it wants one
@@ -84,5 +129,9 @@ class Stage:
     def judge(self, record: Record, ctx: Context) -> Judgement:
         raise NotImplementedError
 
-    def finish(self, corpus: Corpus, judged: Mapping[str, Judgement]) -> list[Diagnostic]:
+    def widen(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> set[str]:
+        """In a run that judges only some records (after an edit): who else their judgements can change."""
+        return set()
+
+    def finish(self, corpus: Corpus, judged: Mapping[str, Judgement], stored: Stored) -> list[Diagnostic]:
         return []

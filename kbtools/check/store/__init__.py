@@ -4,14 +4,14 @@
 - codec: kb's own types to JSON text and back (data only: no row can make kb run anything);
 - rows: a table of entries, each field decoded when first asked for and written back only where set;
 - reads: the reverse-dependency table (who read what of which record, with fingerprints);
-- store: the Cache that reads and writes all of it in one SQLite file, and `remembered`, a stage's seam.
+- store: the Cache that reads and writes all of it in one SQLite file.
 
-Only the driver and the store itself import it (tests/test_layout.py holds that once issue 43's stages
-are pure); its public names are these.
+No stage imports it: a stage judges, and the driver (kbtools.check.run) keeps and reuses its judgements
+(tests/test_layout.py holds that). Its public names are these.
 """
 
 from kbtools.check.store.codec import decode, encode, revive
 from kbtools.check.store.key import RACY_NS, code_files, digest, schema_key
-from kbtools.check.store.store import Cache, remembered
+from kbtools.check.store.store import Cache
 
-__all__ = ["RACY_NS", "Cache", "code_files", "decode", "digest", "encode", "remembered", "revive", "schema_key"]
+__all__ = ["RACY_NS", "Cache", "code_files", "decode", "digest", "encode", "revive", "schema_key"]

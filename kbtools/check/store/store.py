@@ -33,9 +33,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kbtools.check.store.codec import decode, encode, revive
 from kbtools.check.store.key import INDEX_TABLES, RACY_NS, file_stat, schema_key
@@ -396,23 +395,3 @@ class Cache:
     def _write_meta(self, connection: sqlite3.Connection, meta: dict[str, Any]) -> None:
         for name, value in meta.items():
             connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, encode(value)))
-
-
-T = TypeVar("T")
-
-
-def remembered(
-    cache: Cache | None, record: Any, name: str, compute: Callable[[], T], valid: Callable[[T], bool] | None = None
-) -> T:
-    """The cache's one seam for a stage: the result named `name` for this record, from the cache while the
-    file's bytes (and kb and the schemas, which the cache key covers) are unchanged and `valid` accepts it;
-    else computed now and kept. The entry marks itself to be written back; no stage sets a flag by hand."""
-    entry = cache.file(record.path, record.digest) if cache is not None else None
-    if entry is not None and name in entry:
-        value = entry[name]
-        if valid is None or valid(value):
-            return value
-    value = compute()
-    if entry is not None:
-        entry[name] = value
-    return value
