@@ -214,6 +214,13 @@ CODES: dict[str, Code] = {
         "Two source records point at one document (the same URL once normalised, or the same DOI).",
         "records/sources/b.md:8:6: warning KB310 url is the same document as sources/a's (https://example.org/x): one document, two source records",
     ),
+    "KB311": Code(
+        W,
+        "A record's superseded_by names a record that is itself superseded: the chain should point at the "
+        "record that replaces it now.",
+        "records/prices/x-2023.md:15:16: warning KB311 superseded_by: prices/x-2024 is itself superseded by "
+        "'x-2025'; name the record that replaces this one now",
+    ),
     "KB308": Code(
         W,
         "A source has no url and does not say why (no_url).",

@@ -261,3 +261,22 @@ def test_a_shelf_life_on_a_shared_schema_is_a_schema_error(kb):
     found = [line for line in check(kb).find("KB210") if "x-kb-shelf-life" in line]
     assert len(found) == 1 and found[0].startswith("schema/envelope.schema.json:")
     assert "belongs on a record type's schema (one with x-kb-dir)" in found[0]
+
+
+def test_a_replacement_that_is_itself_replaced_is_named_and_a_warm_check_sees_the_change(kb):
+    """KB311: p-2023 names p-2024 as its replacement, and p-2024 is itself superseded by p-2025: the warning
+    stands at p-2023's superseded_by. A warm check (the store's judgement of p-2023 kept) sees it when
+    p-2024 gains its superseded_by, and it goes when p-2023 names p-2025."""
+    small(kb)
+    old = price(kb, "p-2023", "2023-01-01", extra="superseded_by: p-2024\n")
+    middle = price(kb, "p-2024", "2024-01-01")
+    price(kb, "p-2025", "2025-06-01")
+    assert not check(kb).find("KB311")
+    middle.write_text(middle.read_text().replace("as_of: 2024-01-01\n", "as_of: 2024-01-01\nsuperseded_by: p-2025\n"))
+    found = check(kb).find("KB311")
+    assert found == [
+        f"records/prices/p-2023.md:{line_of(old, 'superseded_by')}:16: warning KB311 superseded_by: prices/p-2024 "
+        "is itself superseded by 'p-2025'; name the record that replaces this one now"
+    ], found
+    old.write_text(old.read_text().replace("superseded_by: p-2024", "superseded_by: p-2025"))
+    assert not check(kb).find("KB311")

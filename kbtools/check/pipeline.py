@@ -1,5 +1,5 @@
-"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> compute
--> freshness.
+"""The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> superseded
+-> compute -> freshness.
 
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
@@ -23,6 +23,7 @@ from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whol
 from kbtools.check.similar import SimilarStage
 from kbtools.check.stage import Stage
 from kbtools.check.store import Cache, schema_key
+from kbtools.check.superseded import SupersededStage
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import CODES, Diagnostic
@@ -34,6 +35,7 @@ STAGES = (
     SimilarStage(),
     DebrisStage(),
     ConstraintsStage(),
+    SupersededStage(),
     recompute_costs,
     check_freshness,
 )
