@@ -546,7 +546,7 @@ def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.explain import ExplainError, explain_target
 
-    corpus = check_corpus(settings, use_cache=True, complete=True)
+    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
     try:
         print("\n".join(explain_target(corpus, args.target)))
     except ExplainError as exc:  # a record or value the user named that is not there: a usage error
@@ -563,7 +563,7 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     if len(base) > 1:
         _say("plan", f"one workload record at most, not {', '.join(base)}")
         return EXIT_USAGE
-    corpus = check_corpus(settings, use_cache=True, complete=True)
+    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
     try:
         record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
         plan = make_plan(corpus, record)

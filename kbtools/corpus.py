@@ -266,6 +266,9 @@ class Corpus:
     computed: Mapping[str, RecordValues] = field(default_factory=lambda: MappingProxyType({}))
     cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
     complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
+    # True for a run that reads only a few records' values (kb plan, kb explain): the rest are decoded from the
+    # store when first asked for (compute.incremental.ValuesOnDemand), not all at once
+    on_demand: bool = False
     scope: Any = None  # scope.Scope: the records a scoped kb check judges again (None: every record)
     # every finding that depends on the day (a due date), due or not and its age unworded, as the stages made
     # them: what the memo keeps, so that it answers a later day as a run would (kbtools.check.freshness)

@@ -626,3 +626,70 @@ def test_a_link_to_a_heading_is_judged_again_only_when_the_targets_headings_chan
     found = check()
     assert linker_path in judged
     assert [f[0] for f in found if f[3] == "KB305"] == [linker_path]
+
+
+@pytest.mark.parametrize("damage", ["none", "not values", "dangling reference", "never kept"])
+def test_explain_decodes_only_what_it_reads_and_a_damaged_row_costs_a_recomputation(
+    tmp_path, monkeypatch, capsys, damage
+):
+    """kb explain (and kb plan) read a few records' values: after a build kept every value, they decode the
+    records they ask for and the records those name, not the corpus; a row that does not decode, or a reference
+    that names nothing, makes them compute the values instead. Either way they print what a run with no store
+    prints."""
+    import sqlite3
+
+    from kbtools.check.compute import incremental
+    from kbtools.cli import main
+
+    root = tmp_path / "kb"
+    generate(root, 60, seed=27, defects=0.1)
+    add_chain(root)
+    store = tmp_path / "state"
+
+    def printed(*args: str, stored: bool) -> str:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(store if stored else tmp_path / "none"))
+        capsys.readouterr()
+        main(["--root", str(root), *args])
+        return capsys.readouterr().out
+
+    if damage == "never kept":  # kb check keeps no values: explain computes what it reads, not the corpus
+        printed("check", stored=True)
+    else:
+        printed("build", "--no-search", "--out", str(tmp_path / "site"), stored=True)  # every value kept
+    edits = {
+        "not values": "UPDATE compute_rows SET body = '\"not values\"' WHERE field = 'values'",
+        "dangling reference": 'UPDATE compute_rows SET body = replace(body, \'["ref","\', \'["ref","gone/\')',
+    }
+    if damage in edits:
+        database = sqlite3.connect(kb_store(root))
+        assert database.execute(edits[damage]).rowcount > 0
+        database.commit()
+        database.close()
+    decoded: list[str] = []
+    record = incremental.Decoder.record
+
+    def counted(self, key, stored):
+        decoded.append(key)
+        return record(self, key, stored)
+
+    monkeypatch.setattr(incremental.Decoder, "record", counted)
+    from kbtools.check.compute.engine import Computer
+
+    computed: list[str] = []
+
+    run = Computer.run
+
+    def computing(self, only=None):
+        found = run(self, only)
+        computed.extend(found if only is not None else ["(every record)"])
+        return found
+
+    monkeypatch.setattr(Computer, "run", computing)
+    expected = printed("explain", "flops/chain-f", stored=False)
+    computed.clear()
+    assert printed("explain", "flops/chain-f", stored=True) == expected
+    records = len(list((root / "records").rglob("*.md")))
+    if damage == "never kept":
+        assert not decoded and 0 < len(computed) < records / 4, computed
+    else:
+        assert 0 < len(set(decoded)) < records / 4  # the record explained and what it reads, not the corpus

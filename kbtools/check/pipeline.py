@@ -41,14 +41,17 @@ STAGES = (
 )
 
 
-def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False) -> Corpus:
+def check_corpus(
+    settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False, on_demand: bool = False
+) -> Corpus:
     """Run every stage. With use_cache, unchanged files reuse earlier results (the cache in kb's state
     directory, outside the repository); complete=False also lets compute reuse cached diagnostics, so values
     exist only for what changed -- enough for `kb check`, not for the site. scoped lets a run after a few
     edits judge again only what they can change (kbtools.check.scope): its findings are whole, its records
     and values only what it read and computed again (`scope` is set on such a corpus, and
     kbtools.check.live merges it into the corpus it holds). A run that cannot be scoped is whole, and
-    complete as asked."""
+    complete as asked. on_demand (a complete run that reads a few records' values: kb plan, kb explain)
+    decodes each stored value when it is first asked for."""
     cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
     registry = _registry(settings, cache)
     corpus = None
@@ -62,7 +65,9 @@ def check_corpus(settings: Settings, use_cache: bool = False, complete: bool = T
     if corpus is None:
         if cache is not None:
             cache.preload(values=complete)
-        corpus = replace(load_corpus(settings, registry, cache), complete=complete or cache is None)
+        corpus = replace(
+            load_corpus(settings, registry, cache), complete=complete or cache is None, on_demand=on_demand
+        )
         corpus = _whole_run(corpus)
     if cache is not None:
         cache.save(corpus.record_paths() | {d.path for d in corpus.diagnostics})

@@ -8,10 +8,12 @@ parameters and inline hold the kinds of value; incremental.py decides what a war
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from kbtools.check.compute.engine import Computer
 from kbtools.check.compute.incremental import (
+    ValuesOnDemand,
     cut_off,
     dirty_records,
     keep_for_next_run,
@@ -19,7 +21,7 @@ from kbtools.check.compute.incremental import (
     with_stored_values,
 )
 from kbtools.check.compute.values import Value, how_far, matching, scenario_text, substituted, verdict
-from kbtools.corpus import Corpus
+from kbtools.corpus import Corpus, RecordValues
 
 __all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "scenario_text", "substituted", "verdict"]
 
@@ -38,15 +40,20 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         frontier = cut_off(corpus, cache, computer, frontier, only)
         only |= frontier
         computed.update(computer.run(frontier))
+    values: Mapping[str, RecordValues] = computed
     if reuse and corpus.complete and only is not None:
-        computed = with_stored_values(corpus, cache, computer, computed, only)
+        values = (
+            ValuesOnDemand(corpus, cache, computer, computed)
+            if corpus.on_demand
+            else with_stored_values(corpus, cache, computer, computed, only)
+        )
     diagnostics = list(computer.diagnostics)
     if cache is not None:
         if reuse and only is not None:
             diagnostics = with_kept_diagnostics(corpus, cache, diagnostics, only)
-        keep_for_next_run(corpus, cache, computer, only, reuse, computed if corpus.complete else None)
+        keep_for_next_run(corpus, cache, computer, only, reuse, values if corpus.complete else None)
     unique = list(dict.fromkeys(diagnostics))
     if not corpus.complete and corpus.scope is None:
-        computed = {}  # kb check keeps diagnostics only: the values would be most of its memory
+        values = {}  # kb check keeps diagnostics only: the values would be most of its memory
     # a scoped run keeps the few it computed: a long-lived process (kbtools.check.live) puts them in place
-    return corpus.with_diagnostics(unique, computed=MappingProxyType(computed))
+    return corpus.with_diagnostics(unique, computed=MappingProxyType(values))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute.flow import FAILED, QUERY, RAW
@@ -169,13 +170,91 @@ def with_stored_values(
     return {key: found for key in corpus.records if (found := everything.get(key)) is not None}
 
 
+class ValuesOnDemand(Mapping[str, RecordValues]):
+    """Every record's values for a run that reads a few of them and writes nothing (kb plan, kb explain):
+    those computed this run, and each other record's decoded from the store when first asked for, with the
+    records its references name, rather than all 10,000 at once; a record whose values were never kept (kb
+    check keeps none) is computed then, which computes only what it reads. A row that does not decode, or a
+    reference that names nothing, makes every stored value suspect, as in with_stored_values: all are
+    computed then (and the next run that writes values repairs the rows)."""
+
+    def __init__(self, corpus: Corpus, cache: Any, computer: Computer, computed: dict[str, RecordValues]):
+        self._keys = list(corpus.records)
+        self._known = set(self._keys)
+        self._cache, self._computer = cache, computer
+        self._values: dict[str, RecordValues | None] = dict(computed)
+        self._everything = False
+
+    def __getitem__(self, key: str) -> RecordValues:
+        if key not in self._values and key in self._known:
+            self._decode(key)
+        found = self._values.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        for key in self._keys:
+            if key not in self._values:
+                self._decode(key)
+        return (key for key in self._keys if self._values.get(key) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def _decode(self, key: str) -> None:
+        if self._everything:
+            return
+        decoder, batch, todo, unstored = Decoder(), {}, [key], set()
+        try:
+            while todo:
+                wanted = todo.pop()
+                if wanted in self._values or wanted in batch or wanted in unstored or wanted not in self._known:
+                    continue
+                entry = self._cache.compute.get(wanted)
+                stored = entry.get("values") if entry is not None else None
+                if stored is None:  # never kept (kb check keeps no values): computed, with what it reads alone
+                    unstored.add(wanted)
+                    continue
+                batch[wanted] = decoder.record(wanted, stored)
+                todo.extend(decoder.named() - batch.keys() - self._values.keys() - unstored)
+            if unstored:
+                fresh = self._computer.run(unstored)
+                self._values.update({k: fresh.get(k) for k in unstored})
+            broken = decoder.resolve(_Overlay(self._values, batch), batch)
+        except Exception:  # noqa: BLE001 -- whatever a row holds that kb cannot read costs a recomputation
+            broken = {key}
+        if broken:
+            self._everything = True
+            fresh = self._computer.run({k for k in self._keys if k not in self._values or k in batch})
+            self._values.update({k: fresh.get(k) for k in self._keys if k not in self._values})
+            return
+        self._values.update(batch)
+
+
+class _Overlay(Mapping[str, "RecordValues | None"]):
+    """Two mappings read as one, the second first: what a batch's references resolve against."""
+
+    def __init__(self, base: Mapping[str, RecordValues | None], top: Mapping[str, RecordValues | None]):
+        self.base, self.top = base, top
+
+    def __getitem__(self, key: str) -> RecordValues | None:
+        return self.top[key] if key in self.top else self.base[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self.base, **self.top})
+
+    def __len__(self) -> int:
+        return len({**self.base, **self.top})
+
+
 def keep_for_next_run(
     corpus: Corpus,
     cache: Any,
     computer: Computer,
     only: set[str] | None,
     reuse: bool,
-    values: dict[str, RecordValues] | None = None,
+    values: Mapping[str, RecordValues] | None = None,
 ) -> None:
     """Per record computed: its digest, how the references it relied on resolved, its findings, and (given
     `values`, a run that has every record's) its values; and in the reverse-dependency table, the

@@ -150,6 +150,7 @@ class Decoder:
         self.ureg = unit_registry()
         self.units: dict[tuple, Any] = {}
         self.pending: list[tuple[str, Value, list, Any]] = []  # (reader, value, its stored inputs, its node table)
+        self.named_in_tables: set[str] = set()  # records a field, cost, hardware row or inline value refers to
 
     def quantity(self, stored: Any) -> Any:
         if stored is None:
@@ -206,7 +207,11 @@ class Decoder:
 
     def values(self, stored: dict, made: list[Value]) -> RecordValues:
         def at(i: Any) -> Any:
-            return self.local(made, i) if not isinstance(i, list) else _Ref(i)
+            if not isinstance(i, list):
+                return self.local(made, i)
+            reference = _Ref(i)
+            self.named_in_tables.add(reference.key)
+            return reference
 
         return RecordValues(
             {n: at(i) for n, i in stored["fields"].items()},
@@ -224,7 +229,14 @@ class Decoder:
             raise Undecodable("a value refers to one not written before it")
         return made[i]
 
-    def resolve(self, values: dict[str, RecordValues | None]) -> set[str]:
+    def named(self) -> set[str]:
+        """The records the references of every record decoded so far name: what must be decoded beside them."""
+        keys = {i[1] for _, _, inputs, _ in self.pending for _, i in inputs if isinstance(i, list) and len(i) == 3}
+        return keys | self.named_in_tables
+
+    def resolve(
+        self, values: Mapping[str, RecordValues | None], readers: Mapping[str, RecordValues | None] | None = None
+    ) -> set[str]:
         """Put every reference in place against `values` (the whole run's, fresh and decoded). The records
         with a reference that names nothing there: their values are unknown."""
         broken: set[str] = set()
@@ -242,7 +254,7 @@ class Decoder:
             for n, i in inputs:
                 resolved.append((n, target(_Ref(i) if isinstance(i, list) else self.local(made, i), reader)))
             object.__setattr__(value, "inputs", tuple(resolved))  # frozen: made whole here, before any use
-        for reader, entry in values.items():
+        for reader, entry in (values if readers is None else readers).items():  # the tables of what it made
             if entry is None or reader in broken:
                 continue
             for table in (entry.fields, entry.costs, *entry.hardware.values()):
