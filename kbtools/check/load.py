@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from kbtools.check.placeholders import find_placeholders
-from kbtools.check.scope import Scope, StoredIndex, StoredRecords, changed_files, too_many
+from kbtools.check.scope import Scope, StoredRecords, changed_files, too_many
 from kbtools.check.store import Cache, digest
+from kbtools.check.store.index import StoredIndex
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
 from kbtools.files import NotReadable, read_regular_file, walk
@@ -149,7 +150,7 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
             continue
         # like git's index: a file whose size, times and inode match what the cache saw, and that
         # was not modified just before the cache was written, is not read again
-        entry = cache.unchanged(rel, st) if cache and stat.S_ISREG(st.st_mode) else None
+        entry = cache.files.unchanged(rel, st) if cache and stat.S_ISREG(st.st_mode) else None
         if entry is not None:
             outcomes.append((rel, entry["record"], entry["load"]))
             continue
@@ -159,7 +160,7 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
             diagnostics.append(exc.at(rel, 1, 1))
             continue
         file_digest = digest(raw)
-        entry = cache.file(rel, file_digest) if cache else None
+        entry = cache.files.file(rel, file_digest) if cache else None
         if entry is None:
             to_parse.append((len(outcomes), rel, str(path), raw, file_digest))
             outcomes.append((rel, None, None))
@@ -172,10 +173,10 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
     ):
         outcomes[index] = (rel, record, found)
         if cache is not None:
-            cache.store_file(rel, file_digest, record=record, load=found, **extra)
+            cache.files.store_file(rel, file_digest, record=record, load=found, **extra)
     for rel, record, found in outcomes:
         if cache is not None and rel in stats:
-            cache.note_stat(rel, stats.pop(rel))
+            cache.files.note_stat(rel, stats.pop(rel))
         diagnostics.extend(found)
         if record is not None:
             records[record.key] = record
@@ -208,8 +209,8 @@ def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> Cor
         except LoadError:
             return None  # unreadable now: the whole run reports it
         file_digest = digest(raw)
-        if cache.file(rel, file_digest) is not None:  # touched, not edited
-            cache.note_stat(rel, stats[rel])
+        if cache.files.file(rel, file_digest) is not None:  # touched, not edited
+            cache.files.note_stat(rel, stats[rel])
         else:
             to_parse.append((0, rel, str(settings.root / rel), raw, file_digest))
             if too_many(len(to_parse), len(files)):
@@ -224,8 +225,8 @@ def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> Cor
             return None  # a record came or went: references anywhere may resolve differently
         if record is not None and known is not None and (record.id, record.type) != (known.id, known.type):
             return None  # an id edited in place: the same
-        cache.store_file(rel, file_digest, record=record, load=load_found, **extra)
-        cache.note_stat(rel, stats[rel])
+        cache.files.store_file(rel, file_digest, record=record, load=load_found, **extra)
+        cache.files.note_stat(rel, stats[rel])
         found.extend(load_found)
         if record is not None:
             fresh[record.key] = record

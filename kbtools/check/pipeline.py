@@ -19,10 +19,11 @@ from kbtools.check.links import LinksStage
 from kbtools.check.load import load_corpus, load_scoped
 from kbtools.check.run import run_stage
 from kbtools.check.schema import SchemaStage
-from kbtools.check.scope import StoreFailed, decode_findings, scoped_index, whole_index
+from kbtools.check.scope import decode_findings, scoped_index, whole_index
 from kbtools.check.similar import SimilarStage
 from kbtools.check.stage import Stage
 from kbtools.check.store import Cache, schema_key
+from kbtools.check.store.index import StoreFailed
 from kbtools.check.superseded import SupersededStage
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings

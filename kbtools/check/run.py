@@ -60,7 +60,7 @@ def run_stage(stage: Stage, corpus: Corpus) -> Corpus:
 def _judge(stage: Stage, corpus: Corpus, records: Iterable[Record], judged: dict[str, Judgement]) -> None:
     cache = corpus.cache
     for record in records:
-        row = cache.file(record.path, record.digest) if cache is not None else None
+        row = cache.files.file(record.path, record.digest) if cache is not None else None
         kept = _kept(row.get(stage.name)) if row is not None else None
         if kept is None or not still_holds(corpus, kept.reads):
             ctx = Context(corpus, row)

@@ -22,83 +22,22 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
+from kbtools.check.store.index import StoredIndex, StoreFailed
 from kbtools.corpus import Record
 from kbtools.diagnostics import Diagnostic
 
 SCOPED_MAX = 0.05  # beyond this share of the files changed, a whole run is as fast (and simpler)
 
 
-class StoreFailed(Exception):
-    """The store could not answer what a scoped run needed: the run is done again, whole."""
-
-
-class Known(NamedTuple):
-    """One record as the last run indexed it (a row of the store's id table)."""
-
-    path: str
-    id: str
-    type: str | None
-    digest: str
-    name_key: str | None  # kbtools.check.similar's groups (kbtools.lang.normal)
-    url_key: str | None
-
-    @property
-    def groups(self) -> tuple[str | None, str | None]:
-        return self.name_key, self.url_key
-
-
 def group_keys(record: Record, registry: Any) -> tuple[str | None, str | None]:
     from kbtools.check.similar import document_key, name_of
 
     return name_of(record), document_key(registry)(record)
-
-
-class StoredIndex:
-    """The last run's index of the corpus, asked within the run's one read transaction."""
-
-    def __init__(self, connection: sqlite3.Connection):
-        self.connection = connection
-        try:
-            rows = connection.execute("SELECT key, path, id, type, digest, name_key, url_key FROM ids ORDER BY path")
-            self.known = {row[0]: Known(*row[1:]) for row in rows}
-        except sqlite3.Error as exc:
-            raise StoreFailed(str(exc)) from None
-
-    def _query(self, sql: str, args: Iterable[Any]) -> list[tuple]:
-        try:
-            return self.connection.execute(sql, tuple(args)).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreFailed(str(exc)) from None
-
-    def sources_into(self, keys: Iterable[str]) -> set[str]:
-        return {s for key in keys for (s,) in self._query("SELECT source FROM edges WHERE target = ?", (key,))}
-
-    def targets_from(self, keys: Iterable[str]) -> set[str]:
-        return {t for key in keys for (t,) in self._query("SELECT target FROM edges WHERE source = ?", (key,))}
-
-    def linked_from_outside(self, key: str, judged: frozenset[str] | set[str]) -> bool:
-        """A stored link into `key` from a record this run did not judge again (whose links are as stored)."""
-        rows = self._query("SELECT DISTINCT source FROM edges WHERE target = ? AND source != ?", (key, key))
-        return any(source not in judged for (source,) in rows)
-
-    def group_members(self, type_: str | None, kind: int, value: str) -> set[str]:
-        column = ("name_key", "url_key")[kind]
-        return {k for (k,) in self._query(f"SELECT key FROM ids WHERE type IS ? AND {column} = ?", (type_, value))}
-
-    def groups_of(self, key: str) -> tuple[str | None, ...]:
-        """The near-duplicate groups `key` was in when the last run indexed it (none for a new record)."""
-        known = self.known.get(key)
-        return known.groups if known is not None else ()
-
-    def findings(self) -> list[tuple[str, str, str]]:
-        """(path, stage, diagnostics as JSON) of every file the last run found something in."""
-        return self._query("SELECT path, stage, body FROM findings", ())
 
 
 class StoredRecords(Mapping[str, Record]):
@@ -183,7 +122,7 @@ def changed_files(files: list[str], root: Any, cache: Any) -> tuple[list[str], d
             st = os.stat(os.path.join(root, rel))
         except OSError:
             return None
-        if not cache.same_stat(stats[rel], st):
+        if not cache.files.same_stat(stats[rel], st):
             changed.append(rel)
             taken[rel] = st
     return changed, taken

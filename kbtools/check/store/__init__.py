@@ -2,8 +2,10 @@
 
 - key: what the store is keyed by (kb's code, the schemas, a file's bytes and stat);
 - codec: kb's own types to JSON text and back (data only: no row can make kb run anything);
-- rows: a table of entries, each field decoded when first asked for and written back only where set;
+- rows: a table of entries, each field decoded when first asked for and written back only where set; the
+  files table finds a file's entry by its stat or by its digest;
 - reads: the reverse-dependency table (who read what of which record, with fingerprints);
+- index: the corpus as the last run saw it (ids, edges, findings), its SQL written and asked in one place;
 - store: the Cache that reads and writes all of it in one SQLite file.
 
 No stage imports it: a stage judges, and the driver (kbtools.check.run) keeps and reuses its judgements

@@ -108,3 +108,19 @@ class StoredReads:
             return None
         ok = isinstance(seen, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in seen.items())
         return seen if ok else None
+
+    @staticmethod
+    def create(connection: sqlite3.Connection) -> None:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, PRIMARY KEY (reader, dep))"
+        )
+        connection.execute("CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep)")
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        """This run's rows, each reader's replacing all of its old ones (inside the store's write transaction)."""
+        for reader, reads in self.new_reads.items():
+            connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
+            connection.executemany(
+                "INSERT INTO reads VALUES (?, ?, ?)",
+                [(reader, dep, json.dumps(seen, sort_keys=True, separators=(",", ":"))) for dep, seen in reads.items()],
+            )

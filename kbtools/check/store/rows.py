@@ -3,11 +3,13 @@ asks for it, and written back only where a run set it."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 from kbtools.check.store.codec import REVIVERS, decode, encode, revive
+from kbtools.check.store.key import RACY_NS, file_stat
 
 
 class Entry(dict):
@@ -173,3 +175,57 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.live) + len(self._stored_names())
+
+    def write(self, connection: sqlite3.Connection) -> None:
+        """A changed entry's rows replaced together; a deleted entry's rows removed."""
+        for name in self.dirty:
+            entry = self.get(name)
+            if entry is None:
+                continue
+            if self.rewrite_all or entry.changed is None:  # a new entry: none of its old fields survives
+                connection.execute(f"DELETE FROM {self.sql} WHERE name = ?", (name,))
+                connection.executemany(
+                    f"INSERT INTO {self.sql} VALUES (?, ?, ?)",
+                    [(name, field, body) for field, body in entry.packed().items()],
+                )
+            else:  # a stored entry of which a stage set some fields: only those rows change
+                connection.executemany(
+                    f"INSERT OR REPLACE INTO {self.sql} VALUES (?, ?, ?)",
+                    [(name, field, body) for field, body in entry.packed(entry.changed).items()],
+                )
+        connection.executemany(f"DELETE FROM {self.sql} WHERE name = ?", [(n,) for n in self.deleted])
+
+
+class FileRows(Table):
+    """The files table: a record file's entry, found by its stat (git's racy-clean rule: unchanged without
+    reading it) or by the digest of its bytes."""
+
+    written_ns = 0  # when the store was last written, as its meta says (set when it is read)
+
+    def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
+        """The entry for a file whose stat matches what the store saw and that is not 'racily clean'."""
+        entry = self.get(rel)
+        if entry is None or not self.same_stat(entry.get("stat"), st):
+            return None
+        return entry
+
+    def same_stat(self, stored: Any, st: os.stat_result) -> bool:
+        """The file is as the store saw it, judged by its stat alone, and was not 'racily clean' then."""
+        return stored == file_stat(st) and max(st.st_mtime_ns, st.st_ctime_ns) < self.written_ns - RACY_NS
+
+    def note_stat(self, rel: str, st: os.stat_result) -> None:
+        """Remember the stat taken before the file was read: an edit after that changes it, so is seen next time."""
+        entry = self.get(rel)
+        if entry is not None and entry.get("stat") != file_stat(st):
+            entry["stat"] = file_stat(st)
+
+    def file(self, rel: str, file_digest: str) -> dict[str, Any] | None:
+        """The entry of the file whose bytes have this digest (None when they changed)."""
+        entry = self.get(rel)
+        if entry is not None and entry.get("digest") == file_digest:
+            return entry
+        return None
+
+    def store_file(self, rel: str, file_digest: str, **results: Any) -> dict[str, Any]:
+        self[rel] = {"digest": file_digest, **results}
+        return self[rel]

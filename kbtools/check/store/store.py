@@ -29,7 +29,6 @@ within two seconds before the cache was written (git's racy-clean rule).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -37,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.check.store.codec import decode, encode, revive
-from kbtools.check.store.key import INDEX_TABLES, RACY_NS, file_stat, schema_key
+from kbtools.check.store.index import write_index
+from kbtools.check.store.key import INDEX_TABLES, schema_key
 from kbtools.check.store.reads import StoredReads
-from kbtools.check.store.rows import Table
+from kbtools.check.store.rows import FileRows, Table
 from kbtools.state import (
     CACHE,
     StateUnavailable,
@@ -62,8 +62,8 @@ class Cache:
             self.key += f":tolerance={settings.tolerance!r}"
         self.trusted = False  # the stored rows are this kb's, this schema's and this user's
         self.meta_checked: frozenset[bytes] = frozenset()  # schema texts that met the meta-schema (digests)
-        self.files = Table("files", self._fields)  # rel path -> {digest, stat, record, load, schema, scan, refs, links}
-        self.compute = Table("compute", self._fields)  # record key -> {digest, deps, resolved, diagnostics}
+        self.files = FileRows("files", _fields)  # rel path -> {digest, stat, record, load, and each stage's judgement}
+        self.compute = Table("compute", _fields)  # record key -> {digest, deps, resolved, diagnostics}
         self.compute_global: list = []  # compute diagnostics that belong to no record (schema formulas)
         self.global_changed = False
         self.index_fingerprint: str | None = None  # the ids and types of the last run (kbtools.index)
@@ -72,23 +72,10 @@ class Cache:
         self.reads = StoredReads(self)  # the reverse-dependency table (kbtools.check.store.reads)
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
         self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
-        self.written_ns = 0  # when the cache was last written (for the racy-clean rule)
         if self.enabled:
             self._read()
 
     # ------------------------------------------------------------ rows
-    @staticmethod
-    def _meta_value(body: Any) -> Any:
-        try:
-            return revive(decode(body)) if isinstance(body, str) else None
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-            return None
-
-    @staticmethod
-    def _fields(table: str, name: str, fields: dict[str, str]) -> dict[str, str] | None:
-        """An entry's rows, field -> JSON text (decoded when a field is first asked for)."""
-        return fields if all(isinstance(body, str) for body in fields.values()) else None
-
     # ------------------------------------------------------------ reading
     def _usable_file(self) -> bool:
         """The store and the files SQLite keeps beside it are regular files of this user's (never a FIFO, a
@@ -114,11 +101,11 @@ class Cache:
             try:
                 connection.execute("BEGIN")
                 rows = dict(connection.execute("SELECT name, body FROM meta").fetchall())
-                meta = {name: self._meta_value(body) for name, body in rows.items()}
+                meta = {name: _meta_value(body) for name, body in rows.items()}
                 if meta.get("key") != self.key:
                     return  # another kb, another schema, another format: start afresh
                 written = meta.get("written_ns")
-                self.written_ns = written if isinstance(written, int) else 0
+                self.files.written_ns = written if isinstance(written, int) else 0
                 self.compute_global = meta["compute_global"] if isinstance(meta.get("compute_global"), list) else []
                 checked = meta.get("meta_checked")
                 if isinstance(checked, list) and all(isinstance(h, str) and len(h) == 32 for h in checked):
@@ -170,33 +157,6 @@ class Cache:
         return self.files.failed or self.compute.failed
 
     # ------------------------------------------------------------ per file
-    def unchanged(self, rel: str, st: os.stat_result) -> dict[str, Any] | None:
-        """The entry for a file whose stat matches what the cache saw and that is not 'racily clean'."""
-        entry = self.files.get(rel)
-        if entry is None or not self.same_stat(entry.get("stat"), st):
-            return None
-        return entry
-
-    def same_stat(self, stored: Any, st: os.stat_result) -> bool:
-        """The file is as the store saw it, judged by its stat alone, and was not 'racily clean' then."""
-        return stored == file_stat(st) and max(st.st_mtime_ns, st.st_ctime_ns) < self.written_ns - RACY_NS
-
-    def note_stat(self, rel: str, st: os.stat_result) -> None:
-        """Remember the stat taken before the file was read: an edit after that changes it, so is seen next time."""
-        entry = self.files.get(rel)
-        if entry is not None and entry.get("stat") != file_stat(st):
-            entry["stat"] = file_stat(st)
-
-    def file(self, rel: str, file_digest: str) -> dict[str, Any] | None:
-        entry = self.files.get(rel)
-        if entry is not None and entry.get("digest") == file_digest:
-            return entry
-        return None
-
-    def store_file(self, rel: str, file_digest: str, **results: Any) -> dict[str, Any]:
-        self.files[rel] = {"digest": file_digest, **results}
-        return self.files[rel]
-
     def set_global(self, diagnostics: list) -> None:
         if diagnostics != self.compute_global:
             self.compute_global, self.global_changed = diagnostics, True
@@ -250,16 +210,8 @@ class Cache:
                 table.connection = None  # what was not asked for stays as it is stored
             self._reader.close()
             self._reader = None
-            # a read-only connection closing last leaves the WAL files; a writer's close folds them in
             if self._usable_file() and self.path.exists():
-                try:
-                    writer = sqlite3.connect(self.path, timeout=1)
-                    try:
-                        writer.execute("PRAGMA schema_version").fetchone()  # opens the file: its close folds the WAL
-                    finally:
-                        writer.close()
-                except sqlite3.Error:
-                    pass
+                fold_wal(self.path)
 
     @staticmethod
     def _in_wal_mode(connection: sqlite3.Connection) -> bool:
@@ -288,7 +240,7 @@ class Cache:
     def _write_rows(self, connection: sqlite3.Connection) -> None:
         connection.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, body TEXT)")
         stored = dict(connection.execute("SELECT name, body FROM meta WHERE name IN ('key', 'generation')").fetchall())
-        meta = {name: self._meta_value(body) for name, body in stored.items()}
+        meta = {name: _meta_value(body) for name, body in stored.items()}
         fresh = meta.get("key") != self.key  # another kb, schema or format: none of it is kept
         if fresh:
             for old in ("files_rows", "compute_rows", "reads", *INDEX_TABLES):  # a format's may have other columns
@@ -297,10 +249,7 @@ class Cache:
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {table.sql} (name TEXT, field TEXT, body TEXT, PRIMARY KEY (name, field))"
             )
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS reads (reader TEXT, dep TEXT, body TEXT, PRIMARY KEY (reader, dep))"
-        )
-        connection.execute("CREATE INDEX IF NOT EXISTS reads_by_dep ON reads (dep)")
+        self.reads.create(connection)
         if fresh:
             for table in (self.files, self.compute):
                 table.dirty.update(table.live)
@@ -315,22 +264,17 @@ class Cache:
             # (and what is checked again on use), so they are written; the values are not: a record computed
             # here may have read a neighbour the other run has since recomputed from newer bytes, and a
             # reader kept with an old neighbour's values would never be looked at again.
-            self._write_table(connection, self.files)
+            self.files.write(connection)
             self._write_meta(connection, {"written_ns": time.time_ns(), "indexed": None})  # the index is the other's
             return
-        for reader, reads in self.reads.new_reads.items():
-            connection.execute("DELETE FROM reads WHERE reader = ?", (reader,))
-            connection.executemany(
-                "INSERT INTO reads VALUES (?, ?, ?)",
-                [(reader, dep, json.dumps(seen, sort_keys=True, separators=(",", ":"))) for dep, seen in reads.items()],
-            )
-        self._write_table(connection, self.files)
-        self._write_table(connection, self.compute)
+        self.reads.write(connection)
+        self.files.write(connection)
+        self.compute.write(connection)
         generation = (self.generation if isinstance(self.generation, int) else 0) + 1
         update = self.index_update
         indexed = update is not None and (update.whole or (self.indexed and not fresh))
         if indexed:
-            self._write_index(connection, update)
+            write_index(connection, update)
         self._write_meta(
             connection,
             {
@@ -344,54 +288,30 @@ class Cache:
             },
         )
 
-    @staticmethod
-    def _write_index(connection: sqlite3.Connection, update: Any) -> None:
-        """The corpus as this run saw it (kbtools.check.scope): ids, links and findings, whole or in part."""
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS ids (key TEXT PRIMARY KEY, path TEXT, id TEXT, type TEXT, digest TEXT, "
-            "name_key TEXT, url_key TEXT)"
-        )
-        connection.execute("CREATE INDEX IF NOT EXISTS ids_by_name ON ids (name_key)")
-        connection.execute("CREATE INDEX IF NOT EXISTS ids_by_url ON ids (url_key)")
-        connection.execute("CREATE TABLE IF NOT EXISTS edges (source TEXT, target TEXT, field TEXT, line INTEGER)")
-        connection.execute("CREATE INDEX IF NOT EXISTS edges_by_source ON edges (source)")
-        connection.execute("CREATE INDEX IF NOT EXISTS edges_by_target ON edges (target)")
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS findings (path TEXT, stage TEXT, body TEXT, PRIMARY KEY (path, stage))"
-        )
-        if update.whole:
-            for table in INDEX_TABLES:
-                connection.execute(f"DELETE FROM {table}")
-        connection.executemany("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?, ?, ?, ?)", update.ids)
-        connection.executemany("DELETE FROM edges WHERE source = ?", [(s,) for s in update.edge_sources])
-        connection.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", update.edges)
-        connection.executemany(
-            "DELETE FROM findings WHERE path = ? AND stage = ?", [w for w, body in update.findings.items() if not body]
-        )
-        connection.executemany(
-            "INSERT OR REPLACE INTO findings VALUES (?, ?, ?)",
-            [(path, stage, body) for (path, stage), body in update.findings.items() if body],
-        )
-
-    def _write_table(self, connection: sqlite3.Connection, table: Table) -> None:
-        """A changed entry's rows replaced together; a deleted entry's rows removed."""
-        for name in table.dirty:
-            entry = table.get(name)
-            if entry is None:
-                continue
-            if table.rewrite_all or entry.changed is None:  # a new entry: none of its old fields survives
-                connection.execute(f"DELETE FROM {table.sql} WHERE name = ?", (name,))
-                connection.executemany(
-                    f"INSERT INTO {table.sql} VALUES (?, ?, ?)",
-                    [(name, field, body) for field, body in entry.packed().items()],
-                )
-            else:  # a stored entry of which a stage set some fields: only those rows change
-                connection.executemany(
-                    f"INSERT OR REPLACE INTO {table.sql} VALUES (?, ?, ?)",
-                    [(name, field, body) for field, body in entry.packed(entry.changed).items()],
-                )
-        connection.executemany(f"DELETE FROM {table.sql} WHERE name = ?", [(n,) for n in table.deleted])
-
     def _write_meta(self, connection: sqlite3.Connection, meta: dict[str, Any]) -> None:
         for name, value in meta.items():
             connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, encode(value)))
+
+
+def fold_wal(path: Path) -> None:
+    """A read-only connection closing last leaves the WAL files beside the store; a writer's close folds them in."""
+    try:
+        writer = sqlite3.connect(path, timeout=1)
+        try:
+            writer.execute("PRAGMA schema_version").fetchone()  # opens the file: its close folds the WAL
+        finally:
+            writer.close()
+    except sqlite3.Error:
+        pass
+
+
+def _meta_value(body: Any) -> Any:
+    try:
+        return revive(decode(body)) if isinstance(body, str) else None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def _fields(table: str, name: str, fields: dict[str, str]) -> dict[str, str] | None:
+    """An entry's rows, field -> JSON text (decoded when a field is first asked for)."""
+    return fields if all(isinstance(body, str) for body in fields.values()) else None
