@@ -86,14 +86,8 @@ def test_the_cache_key_covers_every_module_of_the_package():
 
 
 # Import edges that close a circle today, each (importer, imported), allowed until the work that unties them.
-# Issue 43 step 6: the kinds of value take the evaluator as `c: Computer`, imported under TYPE_CHECKING from the
-# engine that imports them; step 6 gives them a protocol of their own and removes these four edges.
-KNOWN_CIRCLE_EDGES = {
-    ("kbtools.check.compute.costs", "kbtools.check.compute.engine"),
-    ("kbtools.check.compute.derivations", "kbtools.check.compute.engine"),
-    ("kbtools.check.compute.inline", "kbtools.check.compute.engine"),
-    ("kbtools.check.compute.parameters", "kbtools.check.compute.engine"),
-}
+# None since issue 43 step 6: the kinds of value take the evaluator as an Evaluator protocol of their own.
+KNOWN_CIRCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def module_graph() -> dict[str, set[str]]:

@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute import derivations, parameters
 from kbtools.check.compute.flow import FAILED, ValueFailed
+from kbtools.check.compute.provenance import confidence, derived_value
 from kbtools.check.compute.values import (
     Value,
     chosen_references,
+    chosen_value,
     contested,
     is_reference,
 )
@@ -34,12 +36,12 @@ from kbtools.lang.units import (
 )
 
 if TYPE_CHECKING:
-    from kbtools.check.compute.engine import Computer
+    from kbtools.check.compute.evaluation import Evaluator
 
 SKIPPED = object()  # a for_each row left out: its record has no value for what the formula reads
 
 
-def cost_value(c: Computer, record: Record, name: str) -> Any:
+def cost_value(c: Evaluator, record: Record, name: str) -> Any:
     spec = record.data["costs"][name]
     where = ("costs", name, "formula")
     if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str) or not isinstance(spec.get("unit"), str):
@@ -107,7 +109,7 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
             record.path,
             line,
             "derived",
-            min((v.confidence for _, v in rows), default=c.confidence(record)),
+            min((v.confidence for _, v in rows), default=confidence(record)),
             sources,
             unit=spec["unit"],
             formula=formula,
@@ -116,7 +118,7 @@ def cost_value(c: Computer, record: Record, name: str) -> Any:
     return evaluate_cost(c, record, name, formula, spec, unit_q, {}, row_key=None)
 
 
-def not_given(c: Computer, record: Record, name: str, missing: MissingName) -> bool:
+def not_given(c: Evaluator, record: Record, name: str, missing: MissingName) -> bool:
     """Whether a cost the record's type supplies (x-kb-costs) does not apply: it reads a field the record
     leaves out, or a field a record it names has no value for (a workload on an accelerator whose record
     gives no host link). A type's cost is a question asked of every record; what the records cannot answer
@@ -133,7 +135,7 @@ def not_given(c: Computer, record: Record, name: str, missing: MissingName) -> b
     return field in record_type.plan.properties and field not in record.data and field not in record.mapping("inputs")
 
 
-def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str) -> bool:
+def beside_ok(c: Evaluator, record: Record, name: str, spec: dict, list_name: str) -> bool:
     """`beside: other` shows this table as a column of another table over the same rows."""
     other = spec.get("beside")
     if other is None:
@@ -151,7 +153,7 @@ def beside_ok(c: Computer, record: Record, name: str, spec: dict, list_name: str
     return True
 
 
-def row_records(c: Computer, record: Record, name: str, list_name: str) -> list[Record] | None:
+def row_records(c: Evaluator, record: Record, name: str, list_name: str) -> list[Record] | None:
     inputs = record.data.get("inputs")
     raw = inputs.get(list_name) if isinstance(inputs, dict) and list_name in inputs else record.data.get(list_name)
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
@@ -172,7 +174,7 @@ def row_records(c: Computer, record: Record, name: str, list_name: str) -> list[
 
 
 def evaluate_cost(
-    c: Computer,
+    c: Evaluator,
     record: Record,
     name: str,
     formula: Formula,
@@ -214,7 +216,7 @@ def evaluate_cost(
         )
         return FAILED
     try:
-        value = c.derived_value(
+        value = derived_value(
             record,
             where,
             name if row_key is None else f"{name}[{row_key}]",
@@ -255,7 +257,7 @@ def evaluate_cost(
 
 
 def cost_lookup(
-    c: Computer,
+    c: Evaluator,
     record: Record,
     cost_name: str,
     bindings: dict[str, Record],
@@ -279,7 +281,7 @@ def cost_lookup(
             if value is None and choice and ABSENT_FALLBACK.get() is None:
                 raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
             if choice:  # each choice's own figure, or default()'s fallback where a choice has none
-                value = c.chosen(record, parts[0], parts[1], value)
+                value = chosen(c, record, parts[0], parts[1], value)
             elif value is None:
                 raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")
         else:
@@ -325,7 +327,7 @@ def same_rows(costs: dict, reader: str, read: str) -> bool:
     return lists[0] == lists[1]
 
 
-def check_bound(c: Computer, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:
+def check_bound(c: Evaluator, record: Record, name: str, label: str, value: Value, spec: dict, bound: str) -> None:
     """A cross-check: a computed figure against the bound the model sets for it (KB520). A contested
     record keeps its disagreement on show (the site prints both figures) instead of failing the check."""
     raw = spec[bound]["value"] if isinstance(spec[bound], dict) else spec[bound]
@@ -346,3 +348,26 @@ def check_bound(c: Computer, record: Record, name: str, label: str, value: Value
             f"{label} = {value.shown()} {relation} its bound {format_quantity(limit)}: the measurement and the model "
             "disagree; keep both, mark the record contested and say why",
         )
+
+
+def chosen(c: Evaluator, record: Record, name: str, field: str, preferred: Value | None) -> Value:
+    """A field read through an input that chooses among records (`choose: [engines/a, engines/b]`): a
+    condition whose choices are those records, each with the field's figure on it, or, read as
+    default(name.field, fallback), the fallback's on a choice that has none (`preferred` is then None
+    when the first choice has none)."""
+    options = []
+    for reference in chosen_references(record.mapping("inputs").get(name)) or ():
+        target, _ = c.resolve(reference)
+        if target is None:
+            raise ValueFailed()  # the links stage reports a dangling reference
+        value = c.field_or_cost(target, field)
+        fallback = ABSENT_FALLBACK.get()
+        if value is None and fallback is not None:  # default(engine.field, x): this choice takes x
+            line, _ = record.position(("inputs", name))
+            value = Value(fallback(), record.key, f"{name}.{field}", record.path, line, "derived", 1.0, ())
+        if value is None:
+            raise AbsentValue(
+                f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'"
+            )
+        options.append((f"{name} is {target.data.get('name') or target.key}", value))
+    return chosen_value(f"{record.key}.inputs.{name}", options, preferred or options[0][1])

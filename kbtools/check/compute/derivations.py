@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute import parameters
 from kbtools.check.compute.flow import FAILED, Cycle, ValueFailed
+from kbtools.check.compute.provenance import derived_value
 from kbtools.check.compute.values import (
     Value,
     _bounds,
@@ -35,10 +36,10 @@ from kbtools.lang.units import (
 from kbtools.registry import FieldPlan, PhysicalRange
 
 if TYPE_CHECKING:
-    from kbtools.check.compute.engine import Computer
+    from kbtools.check.compute.evaluation import Evaluator
 
 
-def parse_quantities(c: Computer, record: Record) -> None:
+def parse_quantities(c: Evaluator, record: Record) -> None:
     """Parse a record's quantity fields once, on first use (a partial run parses only what it reads)."""
     if record.key in c.parsed:
         return
@@ -77,7 +78,7 @@ def parse_quantities(c: Computer, record: Record) -> None:
 
 
 def possible(
-    c: Computer, record: Record, path: FieldPath, raw: Any, plan: FieldPlan | None, written: Written | None = None
+    c: Evaluator, record: Record, path: FieldPath, raw: Any, plan: FieldPlan | None, written: Written | None = None
 ) -> bool:
     """Whether a written value can be a figure of its field at all (x-kb-range): each figure of it outside the
     range (the value, either end of its band) is KB405 at its own text, and an impossible value is not computed
@@ -111,7 +112,7 @@ def impossible(label: str, shown: str, field: str, physical: PhysicalRange) -> s
 
 
 def parse_competing(
-    c: Computer, record: Record, path: FieldPath, items: list, canonical: str | None, plan: FieldPlan | None
+    c: Evaluator, record: Record, path: FieldPath, items: list, canonical: str | None, plan: FieldPlan | None
 ) -> None:
     """A field written as several ranked, sourced values: the preferred one is computed with, the others
     are kept beside it; values that disagree beyond the tolerance make the record contested (KB530). Each must
@@ -162,13 +163,13 @@ def parse_competing(
             )
 
 
-def field_tolerance(c: Computer, record: Record, path: FieldPath) -> float:
+def field_tolerance(c: Evaluator, record: Record, path: FieldPath) -> float:
     spec = derivation(c, record, path[0]) if len(path) == 1 and isinstance(path[0], str) else None
     default = c.corpus.settings.tolerance
     return float(spec.get("tolerance", default)) if spec else default
 
 
-def field_value(c: Computer, record: Record, name: str) -> Any:
+def field_value(c: Evaluator, record: Record, name: str) -> Any:
     parse_quantities(c, record)
     record_type = c.types[record.type]
     plan = record_type.plan.properties.get(name)
@@ -202,7 +203,7 @@ def field_value(c: Computer, record: Record, name: str) -> Any:
 
 
 def other_end(
-    c: Computer,
+    c: Evaluator,
     record: Record,
     name: str,
     spec: dict[str, Any],
@@ -235,7 +236,7 @@ def other_end(
 
 
 def derive(
-    c: Computer, record: Record, name: str, formula: Formula, unit: str | None, plan: FieldPlan | None
+    c: Evaluator, record: Record, name: str, formula: Formula, unit: str | None, plan: FieldPlan | None
 ) -> Value | None | object:
     """The field's figure by one of its schema's formulas: a Value, None when what it reads is absent, or
     FAILED once reported; ValueFailed when a value it reads failed."""
@@ -262,7 +263,7 @@ def derive(
             c.report("KB504", record, (name,), f"{name}: {formula.text} gives {exc.message}")
             return FAILED
     try:
-        derived = c.derived_value(
+        derived = derived_value(
             record, (name,), name, quantity, formula, inputs, unit, lambda again: call_lookup(c, record, {}, again)
         )
     except FormulaError as exc:  # finite as computed, but not in the field's unit
@@ -271,7 +272,7 @@ def derive(
     return derived if derived_possible(c, record, name, plan, derived) else FAILED
 
 
-def derived_possible(c: Computer, record: Record, name: str, plan: FieldPlan | None, derived: Value) -> bool:
+def derived_possible(c: Evaluator, record: Record, name: str, plan: FieldPlan | None, derived: Value) -> bool:
     """Whether a derived figure can be one of its field (x-kb-range), under every condition it rests on: a
     formula can give what none of its inputs is (a layer count minus more layers than it has). KB405 at the
     first of the record's own fields it read, and nothing is computed from it."""
@@ -293,11 +294,11 @@ def derived_possible(c: Computer, record: Record, name: str, plan: FieldPlan | N
     return False
 
 
-def derivation(c: Computer, record: Record, name: str) -> dict[str, Any] | None:
+def derivation(c: Evaluator, record: Record, name: str) -> dict[str, Any] | None:
     return matching(record, c.types[record.type].derive.get(name))
 
 
-def schema_formula(c: Computer, record: Record, spec: dict[str, Any]) -> Formula | None:
+def schema_formula(c: Evaluator, record: Record, spec: dict[str, Any]) -> Formula | None:
     try:
         return parse_formula(spec.get("formula", ""))
     except FormulaError as exc:
@@ -313,7 +314,7 @@ def schema_formula(c: Computer, record: Record, spec: dict[str, Any]) -> Formula
         return None
 
 
-def derivation_lookup(c: Computer, record: Record, used: dict[str, Value]):
+def derivation_lookup(c: Evaluator, record: Record, used: dict[str, Value]):
     """Names in a type-level derivation: the record's own fields, and ref_field.field."""
 
     def lookup(parts: tuple[str, ...]) -> Any:
@@ -332,7 +333,7 @@ def derivation_lookup(c: Computer, record: Record, used: dict[str, Value]):
     return lookup
 
 
-def check_plausible(c: Computer, record: Record, name: str, value: Value, spec: dict) -> None:
+def check_plausible(c: Evaluator, record: Record, name: str, value: Value, spec: dict) -> None:
     """A figure outside the range real hardware has (the schema's x-kb-plausible) is a warning: a unit
     slip, or on-chip SRAM stored as memory bandwidth, looks like this (KB540). A figure the schema itself
     fixes for the record is not judged: a derivation that reads no field states what the record's kind
@@ -372,7 +373,7 @@ def schema_fixed(value: Value) -> Any:
     return derived.quantity
 
 
-def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
+def call_lookup(c: Evaluator, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
     """record.function(args): a function the record's type declares in its schema (x-kb-functions),
     evaluated over that record's fields with the arguments bound to its parameters."""
 
@@ -421,14 +422,14 @@ def call_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: 
         unit = spec.get("unit") if isinstance(spec.get("unit"), str) else None
         if unit is not None and not quantity.is_compatible_with(parse_unit(unit)):
             raise FormulaError("KB504", f"{text}: {function}() gives {format_quantity(quantity)}, not {unit}")
-        value = c.derived_value(target, (), text, quantity, formula, inner, unit)
+        value = derived_value(target, (), text, quantity, formula, inner, unit)
         used[text] = value  # keyed as the call reads, so it is shown (and varied) in its place
         return value.quantity
 
     return call
 
 
-def callee(c: Computer, record: Record, var: str, bindings: dict[str, Record], text: str) -> Record:
+def callee(c: Evaluator, record: Record, var: str, bindings: dict[str, Record], text: str) -> Record:
     """The record `var` names in a call var.function(...). A call on a quantity is a construct the language
     does not have (KB501): `n.to('s')` reaches for the number's own methods, which no formula may call."""
     try:
@@ -460,7 +461,7 @@ def within(stated: Any, computed: Value, tolerance: float) -> bool:
 
 
 def compare(
-    c: Computer, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
+    c: Evaluator, record: Record, path: FieldPath, label: str, stated: Any, computed: Value, tolerance: float
 ) -> None:
     try:
         recomputed = in_unit(computed.quantity, stated.units)

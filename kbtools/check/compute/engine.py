@@ -7,29 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute import costs, derivations, inline, parameters
 from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, QUERY, RAW, Cycle, Deferred, ValueFailed
+from kbtools.check.compute.provenance import stated_value
 from kbtools.check.compute.values import (
-    Recall,
     Value,
-    choices,
     chosen_references,
-    chosen_value,
     is_reference,
-    variants_of,
-    weakest_basis,
 )
 from kbtools.check.prose import check_prose
 from kbtools.corpus import Corpus, FieldPath, Record, RecordValues
 from kbtools.diagnostics import Diagnostic, internal_error
-from kbtools.lang.formula import ABSENT_FALLBACK, AbsentValue, Formula, FormulaError, in_unit
+from kbtools.lang.formula import FormulaError
 from kbtools.lang.units import (
     Written,
-    parse_unit,
 )
 from kbtools.progress import track
+
+if TYPE_CHECKING:
+    from kbtools.check.compute.evaluation import Evaluator
 
 
 @dataclass
@@ -80,82 +78,9 @@ class Computer:
         line, col = record.value_position(path)
         self.diagnostics.append(Diagnostic.make(code, record.path, line, col, message))
 
-    def default_basis(self, record: Record) -> str:
-        basis = record.data.get("basis")
-        return basis if isinstance(basis, str) else "unverified"
-
-    def confidence(self, record: Record) -> float:
-        value = record.data.get("confidence")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
-
-    def record_sources(self, record: Record) -> tuple[str, ...]:
-        sources = record.data.get("sources")
-        return tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else ()
-
-    def stated_value(
-        self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None, alone: bool = False
-    ) -> Value:
-        line, _ = record.position(path)
-        alternatives = (
-            ()
-            if alone
-            else tuple(
-                self.stated_value(record, path, name, other, unit, alone=True)
-                for other in self.competing.get((record.key, path), ())
-            )
-        )
-        variants = () if alone else choices(record, name, written, self.competing.get((record.key, path), []), unit)
-        return Value(
-            written.quantity,
-            record.key,
-            name,
-            record.path,
-            line,
-            written.basis or self.default_basis(record),
-            self.confidence(record),
-            (written.source,) if written.source else self.record_sources(record),
-            unit=unit,
-            vendor_claim=written.vendor_claim,
-            note=written.note,
-            alternatives=alternatives,
-            rank=written.rank,
-            variants=variants,
-        )
-
-    def derived_value(
-        self,
-        record: Record,
-        path: FieldPath,
-        name: str,
-        quantity: Any,
-        formula: Formula,
-        inputs: dict[str, Value],
-        unit: str | None,
-        recall: Recall | None = None,
-    ) -> Value:
-        line, _ = record.position(path)
-        if unit is not None:
-            quantity = in_unit(quantity, parse_unit(unit))  # FormulaError KB507 when it overflows there
-        used = tuple(inputs.items())
-        sources = tuple(dict.fromkeys(s for _, v in used for s in v.sources))
-        confidence = min((v.confidence for _, v in used), default=self.confidence(record))
-        variants, bounds = variants_of(formula, used, quantity.units, recall)
-        return Value(
-            quantity,
-            record.key,
-            name,
-            record.path,
-            line,
-            "derived",
-            confidence,
-            sources,
-            unit=unit,
-            formula=formula,
-            inputs=used,
-            weakest=weakest_basis(used, "derived"),
-            variants=variants,
-            bounds=bounds,
-        )
+    def stated_value(self, record: Record, path: FieldPath, name: str, written: Written, unit: str | None) -> Value:
+        """A figure as the record writes it, with the field's competing values beside it (provenance)."""
+        return stated_value(record, path, name, written, unit, self.competing.get((record.key, path), ()))
 
     def run(self, only: set[str] | None = None) -> dict[str, RecordValues]:
         """Compute every record's values (or only those of the records in `only`)."""
@@ -318,28 +243,6 @@ class Computer:
             return target
         return None
 
-    def chosen(self, record: Record, name: str, field: str, preferred: Value | None) -> Value:
-        """A field read through an input that chooses among records (`choose: [engines/a, engines/b]`): a
-        condition whose choices are those records, each with the field's figure on it, or, read as
-        default(name.field, fallback), the fallback's on a choice that has none (`preferred` is then None
-        when the first choice has none)."""
-        options = []
-        for reference in chosen_references(record.mapping("inputs").get(name)) or ():
-            target, _ = self.resolve(reference)
-            if target is None:
-                raise ValueFailed()  # the links stage reports a dangling reference
-            value = self.field_or_cost(target, field)
-            fallback = ABSENT_FALLBACK.get()
-            if value is None and fallback is not None:  # default(engine.field, x): this choice takes x
-                line, _ = record.position(("inputs", name))
-                value = Value(fallback(), record.key, f"{name}.{field}", record.path, line, "derived", 1.0, ())
-            if value is None:
-                raise AbsentValue(
-                    f"{name}.{field}", target.key, f"{target.key}, one of {name}'s choices, has no value for '{field}'"
-                )
-            options.append((f"{name} is {target.data.get('name') or target.key}", value))
-        return chosen_value(f"{record.key}.inputs.{name}", options, preferred or options[0][1])
-
     def is_reference_field(self, record: Record, name: str) -> bool:
         plan = self.types[record.type].plan.properties.get(name) if record.type in self.types else None
         return bool(plan and plan.ref_types)
@@ -364,3 +267,9 @@ class Computer:
 
     def cost(self, record: Record, name: str) -> Value:
         return self.memoised(record, f"costs.{name}", self.compute_cost)
+
+
+if TYPE_CHECKING:  # the kinds ask the evaluator only through Evaluator: mypy holds the Computer to it here
+
+    def _an_evaluator(computer: Computer) -> Evaluator:
+        return computer

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kbtools.check.compute import costs, derivations, parameters
 from kbtools.check.compute.flow import Cycle, ValueFailed
+from kbtools.check.compute.provenance import derived_value
 from kbtools.check.compute.values import (
     RANGE,
     VERDICT,
@@ -26,7 +27,7 @@ from kbtools.lang.units import (
 )
 
 if TYPE_CHECKING:
-    from kbtools.check.compute.engine import Computer
+    from kbtools.check.compute.evaluation import Evaluator
 
 
 _ROW = re.compile(
@@ -37,7 +38,7 @@ _ROW = re.compile(
 _QUALIFIED_FIELD = re.compile(r"\b([a-z0-9][a-z0-9_-]*/[a-z0-9]+(?:-[a-z0-9]+)*)\.([a-z_][a-z0-9_]*)")
 
 
-def inline_values(c: Computer, record: Record) -> list[InlineValue]:
+def inline_values(c: Evaluator, record: Record) -> list[InlineValue]:
     out = []
     for found in find_inline_values(record.body):
         line = record.body_line + found.line
@@ -78,14 +79,14 @@ def inline_values(c: Computer, record: Record) -> list[InlineValue]:
     return out
 
 
-def inline_value(c: Computer, record: Record, expression: str) -> Value:
+def inline_value(c: Evaluator, record: Record, expression: str) -> Value:
     row = _ROW.match(expression)
     if row:  # one row of a table: cost[dir/id], or another record's: dir/id.cost[dir/id]
-        owner = record
+        owner: Record | None = record
         if row.group(1):
             owner, _ = c.resolve(row.group(1))
-            if owner is None:
-                raise FormulaError("KB509", f"no record '{row.group(1)}'")
+        if owner is None:
+            raise FormulaError("KB509", f"no record '{row.group(1)}'")
         table = c.field_or_cost(owner, row.group(2))
         target, _ = c.resolve(row.group(3))
         rows = dict(table.rows or ()) if table is not None else {}
@@ -128,4 +129,4 @@ def inline_value(c: Computer, record: Record, expression: str) -> Value:
         raise FormulaError("KB509", exc.message) from None
     if len(used) == 1 and isinstance(formula.tree, (ast.Name, ast.Attribute)):
         return next(iter(used.values()))
-    return c.derived_value(record, (), expression, quantity, formula, used, None)
+    return derived_value(record, (), expression, quantity, formula, used, None)

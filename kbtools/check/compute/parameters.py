@@ -17,10 +17,10 @@ from kbtools.lang.units import (
 )
 
 if TYPE_CHECKING:
-    from kbtools.check.compute.engine import Computer
+    from kbtools.check.compute.evaluation import Evaluator
 
 
-def param_lookup(c: Computer, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
+def param_lookup(c: Evaluator, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
     """param(x, 'hardware-parameter-id'): the field that carries that parameter on x's type."""
 
     def lookup(var: str, parameter_id: str) -> Any:
@@ -43,7 +43,7 @@ def param_lookup(c: Computer, record: Record, bindings: dict[str, Record], used:
     return lookup
 
 
-def check_carried_by(c: Computer, record: Record) -> None:
+def check_carried_by(c: Evaluator, record: Record) -> None:
     carried = record.data.get("carried_by")
     dimension = record.data.get("dimension")
     if (
@@ -78,7 +78,7 @@ def check_carried_by(c: Computer, record: Record) -> None:
             )
 
 
-def hardware_tables(c: Computer, record: Record) -> dict[str, dict[str, Value | None]]:
+def hardware_tables(c: Evaluator, record: Record) -> dict[str, dict[str, Value | None]]:
     rows = record.data.get("hardware_parameters")
     tables: dict[str, dict[str, Value | None]] = {}
     if not isinstance(rows, list):
