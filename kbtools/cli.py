@@ -505,41 +505,29 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.atomic import remove_stale_temporaries, writers_lock
+    from kbtools.authoring.fmt import files_to_format, format_file
+    from kbtools.diagnostics import one_line
     from kbtools.registry import load_registry
 
     registry = load_registry(settings.schema_path, settings.root)
     with writers_lock(settings.root, settings.records_path):
         if not args.check and settings.records_path.is_dir():
             remove_stale_temporaries(settings.records_path)
-        changed, errors, files = _format_all(args, settings, registry)
+        files = files_to_format(args.paths, settings, registry)
+        changed = errors = 0
+        for path in files:
+            result = format_file(path, registry, args.check, settings.records_path)
+            shown = one_line(_relative(path, settings) or str(path))
+            if result.error:
+                errors += 1
+                print(f"{shown}:{result.error} (not formatted)", file=sys.stderr)
+            elif result.changed:
+                changed += 1
+                print(f"{shown}: {'would reformat' if args.check else 'reformatted'}")
     print(
         f"{counted(len(files), 'record')}: {changed} {'would change' if args.check else 'changed'}, {errors} not formatted"
     )
     return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
-
-
-def _format_all(args: argparse.Namespace, settings: Settings, registry) -> tuple[int, int, list[Path]]:
-    from kbtools.authoring.fmt import format_file
-    from kbtools.check.load import discover
-    from kbtools.diagnostics import one_line
-
-    if args.paths:
-        # not resolve(): a symlink loop is that file's error; a file named twice is formatted once
-        files = list(dict.fromkeys(Path(os.path.abspath(p)) for p in args.paths if p.suffix == ".md"))
-    else:
-        found, _ = discover(settings, registry)
-        files = [settings.root / rel for rel in found]
-    changed = errors = 0
-    for path in files:
-        result = format_file(path, registry, args.check, settings.records_path)
-        shown = one_line(_relative(path, settings) or str(path))
-        if result.error:
-            errors += 1
-            print(f"{shown}:{result.error} (not formatted)", file=sys.stderr)
-        elif result.changed:
-            changed += 1
-            print(f"{shown}: {'would reformat' if args.check else 'reformatted'}")
-    return changed, errors, files
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
@@ -653,75 +641,16 @@ def _finish_moves(settings: Settings) -> None:
 
 def run_cache(args: argparse.Namespace) -> int:
     """kb cache [show|prune] [--all]: every state directory of this user's kb, and removing them."""
-    import time
-
-    from kbtools import state
-    from kbtools.diagnostics import one_line
+    from kbtools.outputs.state_report import state_report
 
     if args.all and args.action != "prune":
         _say("cache", "--all goes with prune: kb cache prune --all")
         return EXIT_USAGE
     root = args.root.resolve() if args.root else Settings.discover().root
     here = root if (root / "schema").is_dir() or args.root else None  # a knowledge base: its own line is marked
-    stateless = "kb works without a cache, a memo or a move journal (each check is a cold one)"
-    try:
-        base = state.state_base(here)
-    except state.StateUnavailable as exc:
-        print(f"{one_line(str(exc))}; {stateless}")
-        return EXIT_OK
-    for note in state.notes(here):  # a setting kb did not follow: the user may think it did
-        print(f"note: {one_line(note)}")
-    try:
-        if here is not None:
-            state.state_dir(here, create=False)
-    except state.StateUnavailable as exc:
-        print(f"note: for this repository {one_line(str(exc))}: {stateless}")
-    try:
-        held = state.held(here)
-    except state.StateUnavailable as exc:
-        print(f"{one_line(str(exc))}; {stateless}")
-        return EXIT_OK
-    mine = state.key(here) if here is not None else None
-
-    def shown(item: state.Held) -> str:
-        if item.repository is None:
-            days = (time.time() - item.last_used_s) / 86400
-            return f"unknown (made by an older kb; unused for {days:.0f} days)"
-        return one_line(item.repository) + (" (this repository)" if item.path.name == mine else "")
-
-    if args.action == "prune":
-        removed, freed = 0, 0
-        for item in held:
-            if not (item.gone or args.all):
-                continue
-            if item.journal and not item.gone:
-                print(f"kept {item.path.name}: {shown(item)} holds an unfinished kb mv; kb check there finishes it")
-            elif state.remove(item.path):
-                removed, freed = removed + 1, freed + item.size
-                print(f"removed {item.path.name}: {shown(item)}{' (gone)' if item.gone else ''}, {_size(item.size)}")
-        print(
-            f"removed the state of {counted(removed, 'repository', 'repositories')} ({_size(freed)}) from {one_line(str(base / 'repos'))}"
-        )
-        return EXIT_OK
-    total = sum(item.size for item in held)
-    print(
-        f"kb keeps its state in {one_line(str(base / 'repos'))}: {counted(len(held), 'repository', 'repositories')}, {_size(total)}"
-    )
-    for item in held:
-        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(item.last_used_s))
-        flags = (" gone" if item.gone else "") + (" (an unfinished kb mv)" if item.journal else "")
-        print(f"{item.path.name}  {_size(item.size):>9}  last used {used}  {shown(item)}{flags}")
-    gone = [item for item in held if item.gone]
-    if gone:
-        print(
-            f"{counted(len(gone), 'repository', 'repositories')} gone ({_size(sum(item.size for item in gone))}): "
-            "kb cache prune removes that state"
-        )
+    for line in state_report(here, prune=args.action == "prune", every=args.all):
+        print(line)
     return EXIT_OK
-
-
-def _size(count: int) -> str:
-    return f"{count / 1e6:.1f} MB" if count >= 1e6 else f"{count / 1e3:.0f} kB"
 
 
 def _say(command: str, message: object) -> None:

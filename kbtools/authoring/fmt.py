@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -140,3 +141,14 @@ def format_file(path: Path, registry: TypeRegistry, check_only: bool, records: P
         except OSError as exc:
             return Formatted(path, False, f"1:1: cannot write the file: {exc.strerror}")
     return Formatted(path, changed)
+
+
+def files_to_format(paths: list[Path], settings: Any, registry: TypeRegistry) -> list[Path]:
+    """The files kb fmt formats: those named (a file named twice is formatted once; not resolved, so a
+    symlink loop is that file's own error), else every record the repository holds."""
+    from kbtools.check.load import discover
+
+    if paths:
+        return list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths if p.suffix == ".md"))
+    found, _ = discover(settings, registry)
+    return [settings.root / rel for rel in found]
