@@ -22,6 +22,7 @@ CORE = {
     "files",
     "ids",
     "state",
+    "signals",
     "__init__",
 }
 # layer -> the layers it may import (itself included)

@@ -43,11 +43,11 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kbtools.corpus import Settings
 from kbtools.diagnostics import one_line
 from kbtools.outputs.report import counted
+from kbtools.signals import stop_signals_raise
 
 RELOAD_SCRIPT = """// added by kb serve: reload this page when the site is rebuilt
 (function () {
@@ -465,69 +465,41 @@ def serve(settings: Settings, out: Path, host: str, port: int, search: bool = Tr
         print(f"kb serve: warning: {exposed}", file=sys.stderr, flush=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     stop = threading.Event()
-    handlers = _stop_on_signals()
     try:
-        if site.rebuild() and search:
-            index.start(site.version)
-        thread.start()
-        serving = f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)"
-        for changes in watch(
-            *site.watched(), stop_event=stop, debounce=300, step=50, rust_timeout=200, yield_on_timeout=True
-        ):
-            if serving:  # said once the watcher watches (its first yield): a save after this line is seen
-                print(serving, flush=True)
-                serving = ""
-            index.poll()
-            touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
-            if touched:
+        with stop_signals_raise(ignored_too=True, end_as_signalled=False) as stops:  # a stop is how a server ends
+            try:
+                if site.rebuild() and search:
+                    index.start(site.version)
+                thread.start()
+                serving = f"serving {out} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops)"
+                for changes in watch(
+                    *site.watched(), stop_event=stop, debounce=300, step=50, rust_timeout=200, yield_on_timeout=True
+                ):
+                    if serving:  # said once the watcher watches (its first yield): a save after this line is seen
+                        print(serving, flush=True)
+                        serving = ""
+                    index.poll()
+                    touched = sorted({Path(p) for _, p in changes if site.changed(Path(p))})
+                    if touched:
+                        index.cancel()
+                        shown = one_line(", ".join(str(p.relative_to(settings.root)) for p in touched[:3]))
+                        report(f"changed: {shown}{' …' if len(touched) > 3 else ''}; rebuilding")
+                        try:
+                            if site.rebuild() and search:
+                                index.start(site.version)
+                        except Exception as exc:  # a bad edit must not stop the server: say so, serve the last site
+                            report(
+                                f"kb serve: the rebuild failed ({type(exc).__name__}: {one_line(str(exc))}); serving the last site"
+                            )
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (kbtools.signals): what was being built is unwound
+                pass
+            finally:
+                stops.ignore()  # a second Ctrl-C must not cut the cleaning up short; it takes a moment
+                stop.set()
                 index.cancel()
-                shown = one_line(", ".join(str(p.relative_to(settings.root)) for p in touched[:3]))
-                report(f"changed: {shown}{' …' if len(touched) > 3 else ''}; rebuilding")
-                try:
-                    if site.rebuild() and search:
-                        index.start(site.version)
-                except Exception as exc:  # a bad edit must not stop the server: say so, serve the last site
-                    report(
-                        f"kb serve: the rebuild failed ({type(exc).__name__}: {one_line(str(exc))}); serving the last site"
-                    )
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (_stop_on_signals): what was being built is unwound
-        pass
-    finally:
-        _ignore_signals(handlers)  # a second Ctrl-C must not cut the cleaning up short; it takes a moment
-        stop.set()
-        index.cancel()
-        if thread.is_alive():
-            server.shutdown()
-        server.server_close()
-        remove_own_staging()  # what a build stopped midway could not remove itself
-        _restore_signals(handlers)
+                if thread.is_alive():
+                    server.shutdown()
+                server.server_close()
+                remove_own_staging()  # what a build stopped midway could not remove itself
+    finally:  # the handlers there were are back
         print("kb serve: stopped", file=sys.stderr, flush=True)
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill` or a service manager, a closed terminal
-
-
-def _stop_on_signals() -> dict[int, Any]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does, so a stop unwinds the build under way (its
-    staging directories removed) instead of ending the process where it stands. The handlers there were, to put back; none outside the main thread, where none can be set."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    previous: dict[int, Any] = {}
-    for number in STOP_SIGNALS:
-        previous[number] = signal.signal(number, _interrupt)
-    return previous
-
-
-def _interrupt(number: int, frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(number).name)
-
-
-def _ignore_signals(handlers: dict[int, Any]) -> None:
-    for number in handlers:
-        signal.signal(number, signal.SIG_IGN)
-
-
-def _restore_signals(handlers: dict[int, Any]) -> None:
-    for number, handler in handlers.items():
-        if handler is not None:  # None: a handler set outside Python, which cannot be put back from here
-            signal.signal(number, handler)
