@@ -27,7 +27,7 @@ class Code(NamedTuple):
 
 # kb's own codes a schema's x-kb-require rule may report (each is kb's word for a record that lacks fields): any
 # other code of kb's would pass the rule's finding off as kb's (KB900 as a crash), and a project's own code comes
-# with its severity, as an x-kb-constraints rule's does (registry.rule_code_problems)
+# with its severity, as an x-kb-constraints rule's does (kbtools.registry.rules)
 REQUIREMENT_CODES = frozenset({"KB202", "KB308"})
 
 

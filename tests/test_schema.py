@@ -1,6 +1,7 @@
 """Schema validation: every error at the line of the offending key."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,11 +109,11 @@ def test_a_broken_schema_is_reported_by_every_run_the_store_answers(kb, monkeypa
         result = kb.check()
         assert any(line.startswith(broken) for line in result.find("KB210")), (step, result.out)
         kb.source(f"src-{step}")  # a change the memo cannot answer for: the store's path
-    from kbtools import registry
     from kbtools.check import pipeline
+    from kbtools.registry import loader
 
     monkeypatch.setattr(pipeline, "_LOADED", {})  # a fresh process: nothing this one checked is remembered
-    monkeypatch.setattr(registry, "_META_CHECKED", set())
+    monkeypatch.setattr(loader, "_META_CHECKED", set())
     result = kb.check()
     assert any(line.startswith(broken) for line in result.find("KB210")), result.out
 
@@ -213,3 +214,93 @@ def test_a_relative_id_is_a_warning_at_its_line(kb):
     # an absolute $id is the user's choice: no warning
     path.write_text(text.replace('"title"', '"$id": "https://kb.example/schema/source.schema.json",\n  "title"', 1))
     assert not any("KB211" in l for l in kb.check().lines)
+
+
+# ---------------------------------------------------------------- the annotations, one table
+
+
+def test_a_require_rule_with_a_code_declared_nowhere_is_a_schema_error_and_its_records_are_still_checked(kb):
+    """Issue 43 (architecture review 3, section 11.2): `"x-kb-require": [{"any_of": ["x"], "code": "XY123",
+    "message": ...}]` made `kb check` print `error KB900 internal error ... KeyError: 'XY123'` for every record of
+    the type. The rule is KB210 at the schema, as an x-kb-constraints rule with such a code is (a project's code
+    comes with its severity), and each record is checked with everything else but the broken rule."""
+    path = kb.root / "schema" / "source.schema.json"
+    schema = json.loads(path.read_text())
+    schema["x-kb-require"] = [{"any_of": ["x"], "code": "XY123", "message": "a source needs an x"}]
+    text = json.dumps(schema, indent=2)
+    path.write_text(text)
+    kb.record("sources", "src-a", "source", "kind: docs\norigin: first-party\npublisher: Someone\nwebsite: w\n")
+    result = kb.check()
+    assert "KB900" not in result.out and "Traceback" not in result.err, result.out
+    line = text.count("\n", 0, text.index('"code": "XY123"')) + 1  # the rule's own line
+    rule = f"schema/source.schema.json:{line}:1: error KB210 "
+    assert rule + "x-kb-require: rule XY123: severity is 'error' or 'warning', not None" in result.lines, result.out
+    assert rule + "x-kb-require: rule XY123: any_of: 'x' is not a field of source" in result.lines, result.out
+    record = [line for line in result.lines if line.startswith("records/sources/src-a.md:")]
+    assert not [line for line in record if "XY123" in line], record
+    assert any(" error KB201 unknown field 'website' for type 'source'" in line for line in record), record
+
+
+def test_the_annotation_table_is_the_one_the_docs_describe():
+    """docs/records.md's table of annotations names each annotation kb reads, and no other."""
+    from kbtools.registry.annotations import ANNOTATIONS
+
+    documented = re.findall(r"^\| `(x-kb-[a-z-]+)", (REPO / "docs" / "records.md").read_text(), re.MULTILINE)
+    assert sorted(documented) == sorted(ANNOTATIONS)
+
+
+def _annotations_in(node, top: bool = True):
+    """(key, whether it stands at the top of the file) for each x-kb-* key of a schema."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.startswith("x-kb-"):
+                yield key, top
+            yield from _annotations_in(value, top=False)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _annotations_in(value, top=False)
+
+
+@pytest.mark.parametrize(
+    "schema_dir",
+    ["schema", "kbtools/starter/minimal", "kbtools/starter/inference-cost"],
+)
+def test_every_annotation_a_shipped_schema_carries_is_in_the_table_where_it_may_stand(schema_dir):
+    from kbtools.registry.annotations import ANNOTATIONS
+
+    misplaced = []
+    for path in sorted((REPO / schema_dir).glob("*.schema.json")):
+        contents = json.loads(path.read_text())
+        for key, top in _annotations_in(contents):
+            where = ANNOTATIONS[key].where if key in ANNOTATIONS else "nowhere: not in the table"
+            fits = where in ("type", "schema") if top else where == "field"
+            if not fits or (top and where == "type" and "x-kb-dir" not in contents):
+                misplaced.append(f"{path.name}: {key} ({where})")
+    assert not misplaced
+
+
+@pytest.mark.parametrize(
+    ("schema", "annotation", "value"),
+    [
+        ("source.schema.json", "x-kb-role", ["source"]),
+        (
+            "accelerator.schema.json",
+            "x-kb-charts",
+            [{"kind": "roofline", "bandwidth": "memory_bandwidth", "peaks": ["peak_bf16_dense"]}],
+        ),
+    ],
+)
+def test_an_annotation_of_the_wrong_shape_is_a_schema_error_not_a_crash(kb, schema, annotation, value):
+    """x-kb-role given as a list, or a roofline chart's peaks as a list, is KB210 at the schema file, and
+    the records are still checked: never KB900."""
+    import json as json_module
+
+    path = kb.root / "schema" / schema
+    data = json_module.loads(path.read_text())
+    data[annotation] = value
+    path.write_text(json_module.dumps(data, indent=2))
+    kb.source()
+    result = kb.check()
+    assert not result.find("KB900"), result.out + result.err
+    assert any(schema in line for line in result.find("KB210")), result.out
+    assert "checked" in result.out

@@ -117,7 +117,7 @@ def skeleton(
     data: dict[str, Any] = {"type": record_type.name}
     # the required fields, and those the schema asks a draft to hold (x-kb-new): a source's origin decides
     # which rules its figures meet (KB561), so a draft that left it out would fail them unseen
-    asked = [f for f, spec in properties.items() if isinstance(spec, dict) and spec.get("x-kb-new") is True]
+    asked = list(record_type.new_fields)
     pending = [f for f in dict.fromkeys([*record_type.schema.get("required", []), *asked]) if f not in envelope]
     while pending:
         for field_name in pending:
@@ -184,11 +184,9 @@ def new_record(
     check_inside(settings.root, path.parent)  # its type directory too, not only records/
     reading = None
     if from_config is not None:
-        reader = record_type.schema.get("x-kb-from-config")
-        if not isinstance(reader, dict) or reader.get("format") != "huggingface":
-            readers = sorted(
-                t.name for t in registry.types.values() if isinstance(t.schema.get("x-kb-from-config"), dict)
-            )
+        reader = record_type.from_config
+        if reader is None or reader.get("format") != "huggingface":
+            readers = sorted(t.name for t in registry.types.values() if t.from_config is not None)
             raise AuthoringError(
                 f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
                 f"(types that can: {', '.join(readers) or 'none'})"

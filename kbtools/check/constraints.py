@@ -18,7 +18,7 @@ least one source the item cites):
   record's list field, e.g. a claim's source among the record's `sources`).
 - `cites`: the sources an item cites are its own `source`, else the record's `sources`.
 
-The registry checks the rules' shape (registry.rule_problems, KB210): each condition's argument of the type
+The registry checks the rules' shape (kbtools.registry.rules, KB210): each condition's argument of the type
 it reads (a boolean for `present`, a field's name for the others, plain values to equal), and a code that is
 none of kb's own (KB900 is kb's internal error); this stage only applies well-formed rules, so applying one
 to any record cannot fail. The repository's own rules, with their codes, are listed in docs/diagnostics.md,

@@ -13,8 +13,8 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from kbtools.check.stage import Context, Judgement, Stage
 from kbtools.corpus import FieldPath, Record
-from kbtools.diagnostics import CODES, Diagnostic, Severity, internal_error
-from kbtools.registry import DEFAULT_REQUIRE_CODE, RecordType
+from kbtools.diagnostics import CODES, Diagnostic, internal_error
+from kbtools.registry import RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -158,18 +158,16 @@ def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
     its own code or the one the rule gives the project's."""
     out = []
     for rule in record_type.require:
-        fields = rule["any_of"]
-        if not any(record.data.get(f) not in (None, "") for f in fields):
+        if not any(record.data.get(f) not in (None, "") for f in rule.any_of):
             line, col = record.position(("id",))
-            code = rule.get("code", DEFAULT_REQUIRE_CODE)
             out.append(
                 Diagnostic(
-                    code=code,
-                    severity=Severity(rule["severity"]) if "severity" in rule else CODES[code].severity,
+                    code=rule.code,
+                    severity=rule.severity or CODES[rule.code].severity,
                     path=record.path,
                     line=line,
                     column=col,
-                    message=rule.get("message", f"needs one of: {', '.join(fields)}"),
+                    message=rule.message or f"needs one of: {', '.join(rule.any_of)}",
                 )
             )
     return out
