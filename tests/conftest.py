@@ -195,3 +195,11 @@ def kb_store(root: Path) -> Path:
     from kbtools.state import state_dir
 
     return state_dir(root, create=True) / "check.sqlite"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Every record of the repository as `kb export --json` gives it, by key (plan_support.exported_records)."""
+    from plan_support import exported_records
+
+    return exported_records(tmp_path_factory.mktemp("export"))

@@ -7,7 +7,7 @@ figures the records state (kb export), never from a figure kb plan computed."""
 
 import pytest
 from conftest import REPO, run_kb
-from plan_support import close, exported_records, figure_reader, plan, tier
+from plan_support import close, figure_reader, plan, tier
 
 H100 = "accelerators/nvidia-h100-sxm"
 A800 = "accelerators/nvidia-a800-sxm"
@@ -126,11 +126,6 @@ def _offload_tiers(records):
         for key, record in records.items()
         if record["type"] == "storage_tier" and record["values"].get("host_link_crossed", {}).get("value") == 1
     )
-
-
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    return exported_records(tmp_path_factory.mktemp("export"))
 
 
 @pytest.fixture(scope="module")

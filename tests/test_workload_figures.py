@@ -16,7 +16,6 @@ import math
 
 import pytest
 from conftest import REPO, run_kb
-from plan_support import exported_records
 
 pytestmark = pytest.mark.slow  # one kb export and one kb plan per workload record: about 15 s in all
 
@@ -363,11 +362,6 @@ def hand_plan(s: Stated, key: str) -> dict:
 
 
 # ---------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    return exported_records(tmp_path_factory.mktemp("export"))
 
 
 @pytest.fixture(scope="module")

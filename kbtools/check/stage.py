@@ -89,6 +89,9 @@ class Context:
             self._reads[(kind, what)] = fingerprint(self.corpus, kind, what)
 
 
+_HEADINGS: dict[str, str] = {}  # a record's digest -> the fingerprint of its headings
+
+
 def fingerprint(corpus: Corpus, kind: str, what: str) -> Any:
     """The answer a read had, reduced to what says whether it changed."""
     if kind == "resolves":
@@ -96,10 +99,16 @@ def fingerprint(corpus: Corpus, kind: str, what: str) -> Any:
     if kind == "digest":
         return corpus.index.digest_of(what)
     if kind == "headings":
-        if what not in corpus.index.by_key:
+        digest = corpus.index.digest_of(what)
+        if digest is None:
             return None
-        text = "\n".join(sorted(headings(corpus.index.by_key[what].body)))
-        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        found = _HEADINGS.get(digest)  # the same bytes, the same headings: parsed once, not once per linker
+        if found is None:
+            if len(_HEADINGS) >= 4096:
+                _HEADINGS.clear()
+            text = "\n".join(sorted(headings(corpus.index.by_key[what].body)))
+            found = _HEADINGS[digest] = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        return found
     raise ValueError(f"a read of an unknown kind: {kind!r}")
 
 
