@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -35,7 +34,7 @@ from replicate import replicate  # noqa: E402
 
 from kbtools.check.load import FENCE, load_corpus  # noqa: E402
 from kbtools.check.pipeline import STAGES  # noqa: E402
-from kbtools.check.run import run_stage  # noqa: E402
+from kbtools.check.run.stages import run_stage  # noqa: E402
 from kbtools.check.stage import Stage  # noqa: E402
 from kbtools.corpus import Corpus, Settings  # noqa: E402
 from kbtools.fieldwalk import walk_plan  # noqa: E402
@@ -89,14 +88,14 @@ def profile(records: int) -> list[str]:
         settings = Settings(root=root)
         registry = load_registry(settings.schema_path, settings.root)
         rows: list[tuple[str, float, str]] = []
-        took, corpus = seconds(lambda: replace(load_corpus(settings, registry, None), complete=False))
+        took, corpus = seconds(lambda: load_corpus(settings, registry, None))
         rows.append(("discover and load", took, "libyaml parse"))
         for stage in STAGES:
             name = stage.name if isinstance(stage, Stage) else stage.__name__
             floor = "jsonschema-rs validation" if name == "schema" else "a dict walk"
             took, corpus = seconds(
                 lambda stage=stage, corpus=corpus: (
-                    run_stage(stage, corpus) if isinstance(stage, Stage) else stage(corpus)
+                    run_stage(stage, corpus) if isinstance(stage, Stage) else stage(corpus, None)
                 )
             )
             rows.append((name, took, floor))

@@ -269,7 +269,7 @@ def _byte_count(text: str) -> int:
 
 
 def run_check(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check import memo
+    from kbtools.check.run import memo
     from kbtools.outputs.report import summarize
 
     whole = not (args.no_cache or args.paths or args.since)  # a run whose answer depends on the tree alone
@@ -279,24 +279,25 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         diagnostics, records = known
         return _report(args, diagnostics, summarize(diagnostics, records))
 
-    from kbtools.check.pipeline import check_corpus, select
+    from kbtools.check.pipeline import checked, select, start_run
     from kbtools.check.stale import changed_since, stale_figures
 
-    corpus = check_corpus(settings, use_cache=not args.no_cache, complete=False, scoped=True)
+    run = start_run(settings, use_cache=not args.no_cache, complete=False, scoped=True)
+    corpus = checked(run)
+    linking_to = lambda key: run.sources_linking_to(corpus, key)  # noqa: E731
     stale = []
     if args.since:
         changed = changed_since(settings, args.since)
         if changed is None:
             print(f"kb check: --since {args.since}: not a git repository, or no such revision", file=sys.stderr)
             return EXIT_USAGE
-        stale = stale_figures(corpus, args.since, changed)
+        stale = stale_figures(corpus, args.since, changed, linking_to)
     elif args.paths and changed_since(settings, "HEAD") is not None:
         # the pre-commit path: the named files against the last commit
         named = [_relative(p, settings) for p in args.paths]
-        stale = stale_figures(corpus, "HEAD", [n for n in named if n])
+        stale = stale_figures(corpus, "HEAD", [n for n in named if n], linking_to)
     corpus = corpus.with_diagnostics(stale)
-    if corpus.cache is not None:
-        corpus.cache.close()  # a scoped run reads stored records until here
+    run.close()  # a scoped run reads stored records until here
     diagnostics = select(corpus, args.paths) + _unknown_paths(args.paths, settings)
     if seen is not None:
         memo.keep(settings, seen, diagnostics, len(corpus.records), corpus.dated)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbtools.diagnostics import Diagnostic, Severity
 
@@ -254,6 +254,18 @@ class LinkGraph:
                 yield source, field_name, line
 
 
+class ValueReads(Protocol):
+    """What each record's values read of other records, with a fingerprint of each value read (the store's
+    reverse-dependency table, kbtools.check.store.reads); `version` names the code and schemas behind them."""
+
+    @property
+    def version(self) -> str: ...
+
+    def records_read(self, reader: str) -> dict[str, dict[str, str]]: ...
+
+    def all_records_read(self) -> dict[str, dict[str, dict[str, str]]]: ...
+
+
 @dataclass(frozen=True)
 class Corpus:
     """All records of a repository plus everything the stages have learned about them."""
@@ -264,12 +276,9 @@ class Corpus:
     diagnostics: tuple[Diagnostic, ...] = ()
     edges: tuple | None = None  # (source key, target key, field, line) for every link; set by the links stage
     computed: Mapping[str, RecordValues] = field(default_factory=lambda: MappingProxyType({}))
-    cache: Any = None  # cache.Cache: per-record results of earlier runs (None: compute everything)
-    complete: bool = True  # False when compute reused cached diagnostics and holds values only for what changed
-    # True for a run that reads only a few records' values (kb plan, kb explain): the rest are decoded from the
-    # store when first asked for (compute.incremental.ValuesOnDemand), not all at once
-    on_demand: bool = False
-    scope: Any = None  # scope.Scope: the records a scoped kb check judges again (None: every record)
+    # what each record's values read of others, with fingerprints, as the store keeps them: what a site page
+    # rests on (None: no store, so every page is rendered)
+    value_reads: ValueReads | None = None
     # every finding that depends on the day (a due date), due or not and its age unworded, as the stages made
     # them: what the memo keeps, so that it answers a later day as a run would (kbtools.check.freshness)
     dated: tuple[Diagnostic, ...] = ()
@@ -290,27 +299,12 @@ class Corpus:
 
         return CorpusIndex(source_of(self.records))
 
-    def judged(self) -> list[Record]:
-        """The records a stage judges: every record, or in a scoped run those of the scope, in path order."""
-        if self.scope is None:
-            return list(self.records.values())
-        return sorted((self.records[k] for k in self.scope.keys if k in self.records), key=lambda r: r.path)
-
     def record_paths(self) -> set[str]:
         """Every record's file, without decoding a stored record."""
         stored = getattr(self.records, "paths", None)  # scope.StoredRecords: from the store's id table
         if stored is not None:
             return set(stored)
         return {record.path for record in self.records.values()}
-
-    def sources_linking_to(self, key: str) -> set[str]:
-        """The records with a link into `key` (edges as the links stage found them, and in a scoped run the
-        stored ones of the records it did not judge again)."""
-        sources = {source for source, target, _, _ in self.edges or () if target == key}
-        if self.scope is not None:
-            judged = {source for source, _, _, _ in self.edges or ()} | set(self.scope.keys)
-            sources |= {s for s in self.scope.index.sources_into([key]) if s not in judged}
-        return sources
 
     def with_diagnostics(self, more: list[Diagnostic] | tuple[Diagnostic, ...], **changes: Any) -> Corpus:
         return self.changed(diagnostics=self.diagnostics + tuple(more), **changes)

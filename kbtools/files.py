@@ -5,12 +5,18 @@ read is the file that was checked."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
 
 MAX_SCHEMA_BYTES = 5 * 1024 * 1024  # this repository's largest schema is some 30 KB
 MAX_CONFIG_BYTES = 1024 * 1024  # kb.toml, pyproject.toml: a few KB
+
+
+def digest(data: bytes) -> str:
+    """A file's bytes, hashed: what the store keys a file's results by and a move's journal checks against."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class NotReadable(OSError):

@@ -4,7 +4,7 @@ A `CorpusIndex` is built over a `RecordSource`, records by key that also answer 
 decoding a record: which keys an id belongs to, a record's file and digest, a fingerprint of every id, dir and
 type, and whether every record is in hand. Records held in memory answer it through `RecordsInMemory`; a
 scoped run's records, most of them left in kb's store until asked for, answer it themselves
-(kbtools.check.scope.StoredRecords). The index never asks which of the two it has. `Corpus.index` builds it,
+(kbtools.check.run.scope.StoredRecords). The index never asks which of the two it has. `Corpus.index` builds it,
 once per corpus.
 
 This module imports nothing of kb: the corpus builds the index, so the index reads a record through the few

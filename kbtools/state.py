@@ -5,7 +5,7 @@ found there, so no file in the repository can pose as a journal kb replays. (doc
     $XDG_CACHE_HOME/kb/repos/<digest of the repository's resolved path>/   (default ~/.cache/kb/...)
         repository          the repository's resolved path: whose state this is (for kb cache and the sweep)
         check.sqlite        the per-stage cache (kbtools.check.store), with SQLite's -wal and -shm
-        check-runs.sqlite   the last whole run's answer (kbtools.check.memo)
+        check-runs.sqlite   the last whole run's answer (kbtools.check.run.memo)
         move-journal.json   an unfinished kb mv (kbtools.authoring.journal)
 
 The base is `$XDG_CACHE_HOME` when it is absolute (the XDG spec says a relative one is ignored), else

@@ -125,7 +125,7 @@ def test_internal_error_is_one_line_and_exit_2(kb, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(kbtools.check.pipeline, "check_corpus", broken)
+    monkeypatch.setattr(kbtools.check.pipeline, "start_run", broken)
     result = kb.check()
     assert result.exit_code == 2
     assert result.err.strip() == "kb:1:1: error KB900 internal error: RuntimeError: simulated bug"

@@ -132,12 +132,13 @@ def test_the_finding_is_the_same_from_a_cold_run_a_warm_store_the_memo_and_a_sco
     assert cold.find("KB620")
     assert check(kb).out == cold.out  # fills the store and the memo
     import kbtools.check.pipeline as pipeline
+    from kbtools.check.run.driver import CheckRun
 
     def no_pipeline(*_args, **_kw):
         raise AssertionError("the pipeline ran although nothing changed")
 
     with monkeypatch.context() as patched:
-        patched.setattr(pipeline, "check_corpus", no_pipeline)
+        patched.setattr(pipeline, "start_run", no_pipeline)
         assert check(kb).out == cold.out  # the memo's answer
     scoped = check(kb, str(kb.root / "records/prices/p.md"))
     assert scoped.find("KB620") == cold.find("KB620") and scoped.exit_code == cold.exit_code
@@ -145,7 +146,7 @@ def test_the_finding_is_the_same_from_a_cold_run_a_warm_store_the_memo_and_a_sco
     kb.record("engines", "e", "engine", "kind: serving-engine\n", body="Runs on [[gpu-x]] at [[p]] (see [[src-a]]).\n")
     age(kb.root)
     with monkeypatch.context() as patched:
-        patched.setattr(pipeline, "_whole_run", lambda corpus: pytest.fail("a whole run, where a scoped one answers"))
+        patched.setattr(CheckRun, "_whole_run", lambda *_: pytest.fail("a whole run, where a scoped one answers"))
         assert check(kb).find("KB620") == cold.find("KB620")
 
 
@@ -163,7 +164,7 @@ def test_a_day_passing_with_no_file_edited_is_seen_by_the_store_and_the_memo(kb)
 
 
 def test_kb_serve_live_check_reports_what_kb_check_does(kb, monkeypatch):
-    from kbtools.check.live import LiveCorpus
+    from kbtools.check.run.live import LiveCorpus
     from kbtools.corpus import Settings
 
     small(kb)

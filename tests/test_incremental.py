@@ -14,7 +14,7 @@ from conftest import REPO, kb_store
 sys.path.insert(0, str(REPO / "benchmarks"))
 from generate import generate  # noqa: E402
 
-from kbtools.check.pipeline import check_corpus  # noqa: E402
+from kbtools.check.pipeline import check_corpus, checked, start_run  # noqa: E402
 from kbtools.corpus import Settings  # noqa: E402
 
 
@@ -367,7 +367,11 @@ def test_a_cold_check_in_a_process_pool_reports_what_one_process_does(tmp_path):
 
 
 def scoped_check(root: Path):
-    return check_corpus(Settings(root=root), use_cache=True, complete=False, scoped=True)
+    """A pre-commit kb check's corpus, and its scope (None: the run was whole)."""
+    run = start_run(Settings(root=root), use_cache=True, complete=False, scoped=True)
+    corpus = checked(run)
+    run.close()
+    return corpus, run.scope
 
 
 def findings(corpus) -> list[tuple]:
@@ -381,20 +385,20 @@ def test_a_one_file_edit_judges_again_only_what_it_can_change(tmp_path):
     root = tmp_path / "kb"
     generate(root, 120, seed=21, defects=0.1)
     add_chain(root)
-    assert scoped_check(root).scope is None  # nothing stored yet: a whole run, which writes the index
+    assert scoped_check(root)[1] is None  # nothing stored yet: a whole run, which writes the index
     tier = root / TIER
     tier.write_text(re.sub(r"(?m)^bandwidth: ([\d.]+)", lambda m: f"bandwidth: {float(m[1]) * 2:g}", tier.read_text()))
-    corpus = scoped_check(root)
-    assert corpus.scope is not None
-    assert "storage-tiers/chain-tier" in corpus.scope.keys and len(corpus.scope.keys) < 20
+    corpus, scope = scoped_check(root)
+    assert scope is not None
+    assert "storage-tiers/chain-tier" in scope.keys and len(scope.keys) < 20
     assert findings(corpus) == diagnostics(root, cached=False)
     assert any(d.code == "KB500" and d.path == "records/flops/chain-f.md" for d in corpus.diagnostics)
     copy = root / "records" / "flops" / "chain-g.md"
     copy.write_text((root / "records" / "flops" / "chain-f.md").read_text().replace("id: chain-f", "id: chain-g"))
-    corpus = scoped_check(root)
-    assert corpus.scope is None
+    corpus, scope = scoped_check(root)
+    assert scope is None
     assert findings(corpus) == diagnostics(root, cached=False)
-    assert scoped_check(root).scope is not None  # the whole run wrote the index again
+    assert scoped_check(root)[1] is not None  # the whole run wrote the index again
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "findings", "ids", "foreign"])
@@ -432,8 +436,8 @@ def test_a_damaged_store_costs_a_whole_run_never_a_hidden_finding(tmp_path, dama
         shutil.copyfile(kb_store(twin), store)
         for extra in ("-wal", "-shm"):
             Path(str(store) + extra).unlink(missing_ok=True)
-    assert findings(scoped_check(root)) == expected
-    assert findings(scoped_check(root)) == expected
+    assert findings(scoped_check(root)[0]) == expected
+    assert findings(scoped_check(root)[0]) == expected
 
 
 @pytest.mark.slow

@@ -196,6 +196,10 @@ def test_the_circle_finder_finds_a_circle_and_only_a_circle():
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
+DRIVER = ("kbtools.check.run", "kbtools.check.pipeline")  # the driver, and the pipeline that starts it
+STORE = ("kbtools.check.store", "kbtools.check.run")  # the store, and the driver's scope and memo over it
+
+
 def test_no_stage_imports_the_store_or_the_scope():
     """A stage only judges (kbtools.check.stage): what is kept, reused and widened is the driver's
     (kbtools.check.run). Every module that defines a Stage imports neither the store nor the scope, directly
@@ -205,13 +209,37 @@ def test_no_stage_imports_the_store_or_the_scope():
         p.relative_to(REPO).with_suffix("").as_posix().replace("/", "."): p for p in REPO.glob("kbtools/check/*.py")
     }
     stages = sorted(name for name, path in files.items() if "(Stage)" in path.read_text())
-    assert {"kbtools.check.links", "kbtools.check.similar", "kbtools.check.schema"} <= set(stages)
-    driver = {"kbtools.check.run", "kbtools.check.pipeline"}
+    assert {"kbtools.check.links", "kbtools.check.similar", "kbtools.check.schema", "kbtools.check.shelf"} <= set(
+        stages
+    )
     for stage in stages:
         reached, frontier = set(), [stage]
         while frontier:
-            for imported in graph[frontier.pop()] - reached - driver:
+            for imported in {m for m in graph[frontier.pop()] - reached if not m.startswith(DRIVER)}:
                 reached.add(imported)
                 frontier.append(imported)
-        wrong = {m for m in reached if m.startswith(("kbtools.check.store", "kbtools.check.scope"))}
+        wrong = {m for m in reached if m.startswith(STORE)}
         assert not wrong, f"{stage} reaches {sorted(wrong)}"
+
+
+def test_under_check_only_the_driver_and_the_store_import_the_store():
+    """What is kept between runs is the driver's business alone: no module under kbtools/check/ other than the
+    driver's package and the store's own imports the store (nor the driver's scope or memo, which read it).
+    Outside check/, only what writes no record result may: a move's journal hashes bytes as the store does."""
+    graph = module_graph()
+    under_check = [m for m in graph if m.startswith("kbtools.check.") and not m.startswith(DRIVER + STORE)]
+    assert "kbtools.check.load" in under_check and "kbtools.check.compute.incremental" in under_check
+    wrong = {m: sorted(i for i in graph[m] if i.startswith(STORE)) for m in under_check}
+    assert not {m: i for m, i in wrong.items() if i}, wrong
+
+
+def test_a_corpus_carries_no_state_of_the_run_that_made_it():
+    """Outputs get one shape of corpus: the store, the scope and what a run chose (complete, on demand) are the
+    run's (kbtools.check.run.driver.CheckRun), never fields of the corpus."""
+    from dataclasses import fields
+
+    from kbtools.corpus import Corpus
+
+    names = {f.name for f in fields(Corpus)}
+    assert not names & {"cache", "scope", "complete", "on_demand", "store"}, names
+    assert not hasattr(Corpus, "judged") and not hasattr(Corpus, "sources_linking_to")

@@ -1,4 +1,4 @@
-"""`kb serve` keeps the checked corpus in memory and refreshes it after each save (kbtools.check.live): what it
+"""`kb serve` keeps the checked corpus in memory and refreshes it after each save (kbtools.check.run.live): what it
 reports and the site it builds must be what a cold run gives, after any edit."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_incremental import add_chain, edit, generate
 
-from kbtools.check.live import LiveCorpus
-from kbtools.check.pipeline import check_corpus
+from kbtools.check.pipeline import check_corpus, checked, start_run
+from kbtools.check.run.live import LiveCorpus
 from kbtools.corpus import Corpus, Settings
 from kbtools.site.build import build_site
 from kbtools.site.reuse import MANIFEST
@@ -22,7 +22,9 @@ def findings(corpus: Corpus) -> list[tuple]:
     return sorted((d.path, d.line, d.column, d.code, d.message) for d in corpus.diagnostics)
 
 
-def published(corpus: Corpus, out: Path, first: set[str] | None = None) -> dict[str, bytes]:
+def published(
+    corpus: Corpus, out: Path, first: set[str] | None = None, live: LiveCorpus | None = None
+) -> dict[str, bytes]:
     """Build the site (kb build --force --no-search) and read it back, but for the page-reuse manifest (its
     fingerprints are empty without a cache). With `first`, as kb serve does with pages open in a browser:
     those pages, then the whole site."""
@@ -32,8 +34,8 @@ def published(corpus: Corpus, out: Path, first: set[str] | None = None) -> dict[
             assert all((out / page).is_file() for page in first if page.endswith(".html"))
         build_site(corpus, out, search=False)
     finally:
-        if corpus.cache is not None:
-            corpus.cache.close()
+        if live is not None:
+            live.close()
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != MANIFEST}
 
 
@@ -73,8 +75,9 @@ def test_a_store_another_kb_wrote_meanwhile_costs_a_whole_run_never_a_stale_page
     figure = re.compile(r"(?m)^(\w+: )(\d+(?:\.\d+)?) (GB/s|TFLOP/s)$")
     path = next(p for p in sorted((root / "records").rglob("*.md")) if figure.search(p.read_text()))
     path.write_text(figure.sub(lambda m: f"{m[1]}{float(m[2]) * 2:g} {m[3]}", path.read_text(), count=1))
-    other = check_corpus(Settings(root=root), use_cache=True, complete=False, scoped=True)  # the terminal's kb check
-    other.cache.close()
+    other = start_run(Settings(root=root), use_cache=True, complete=False, scoped=True)  # the terminal's kb check
+    checked(other)
+    other.close()
     corpus = live.refresh()
     assert not live.last_was_scoped
     cold = check_corpus(Settings(root=root), use_cache=False)
@@ -109,5 +112,5 @@ def test_the_pages_open_in_a_browser_are_rendered_first_and_the_rest_by_the_whol
         assert " Renamed" not in neighbour.read_text()  # carried over as it was
         build_site(corpus, site, search=False)
     finally:
-        corpus.cache.close()
+        live.close()
     assert " Renamed" in neighbour.read_text()

@@ -1,4 +1,4 @@
-"""A warm `kb check` with nothing changed answers from the last run's result (kbtools/check/memo.py), and
+"""A warm `kb check` with nothing changed answers from the last run's result (kbtools/check/run/memo.py), and
 that answer is always the one a cold, uncached check gives: after any edit, addition, removal, schema or
 settings change, and with a corrupt store."""
 
@@ -50,7 +50,7 @@ def test_a_warm_check_with_nothing_changed_reads_no_record(kb, monkeypatch):
     def no_pipeline(*_args, **_kw):
         raise AssertionError("the pipeline ran although nothing changed")
 
-    monkeypatch.setattr(pipeline, "check_corpus", no_pipeline)
+    monkeypatch.setattr(pipeline, "start_run", no_pipeline)
     again = kb.check()
     assert (again.exit_code, again.out) == (first.exit_code, first.out)
     assert "checked 3 records" in again.out
@@ -74,7 +74,7 @@ def test_a_file_modified_within_the_racy_window_is_not_trusted_by_its_stat(kb, m
     engine(kb, "a", "Uses [[src-a]] and [[b]] and [[nowhere]].\n")  # just now: racily clean
     first = kb.check()
     assert first.find("KB302")
-    import kbtools.check.memo as memo
+    import kbtools.check.run.memo as memo
 
     assert memo.recall(_settings(kb), memo.fingerprint(_settings(kb))) is None  # no memo was kept
 
@@ -116,7 +116,7 @@ def test_every_answer_from_the_memo_is_the_cold_answer_over_random_edits(kb, see
         warm = kb.check()  # a fresh fingerprint: an answer from the memo only if nothing changed
         fresh = cold(kb)
         assert (warm.exit_code, warm.out) == (fresh.exit_code, fresh.out), (step, action)
-        import kbtools.check.memo as memo
+        import kbtools.check.run.memo as memo
 
         assert memo.recall(_settings(kb), memo.fingerprint(_settings(kb))) is not None  # the memo holds it
         again = kb.check()  # now from the memo
@@ -126,7 +126,7 @@ def test_every_answer_from_the_memo_is_the_cold_answer_over_random_edits(kb, see
 
 
 def test_a_corrupt_or_truncated_memo_costs_a_full_check_never_a_wrong_answer(kb):
-    import kbtools.check.memo as memo
+    import kbtools.check.run.memo as memo
 
     small(kb)
     good = kb.check().out

@@ -211,7 +211,7 @@ def test_a_journal_in_kbs_own_place_naming_paths_outside_the_records_is_refused(
     root = make_kb(tmp_path / "kb")
     (root / ".git" / "hooks").mkdir(parents=True)
     rec = (root / "records" / "engines" / "eng-b.md").read_bytes()
-    from kbtools.check.store import digest
+    from kbtools.files import digest
 
     with monkeypatch.context() as patched:  # the suite's own cache directory is back afterwards
         patched.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])

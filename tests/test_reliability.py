@@ -350,7 +350,7 @@ def _forge(cache_file: Path) -> None:
             db.execute(
                 f"UPDATE {table}_rows SET body = ? WHERE name = ? AND field = ?", (json.dumps(value), name, field)
             )
-    db.execute("DELETE FROM findings")  # the index's findings per file (kbtools.check.scope)
+    db.execute("DELETE FROM findings")  # the index's findings per file (kbtools.check.run.scope)
     db.commit()
     db.close()
 

@@ -109,10 +109,10 @@ def test_a_broken_schema_is_reported_by_every_run_the_store_answers(kb, monkeypa
         result = kb.check()
         assert any(line.startswith(broken) for line in result.find("KB210")), (step, result.out)
         kb.source(f"src-{step}")  # a change the memo cannot answer for: the store's path
-    from kbtools.check import pipeline
+    from kbtools.check.run import driver
     from kbtools.registry import loader
 
-    monkeypatch.setattr(pipeline, "_LOADED", {})  # a fresh process: nothing this one checked is remembered
+    monkeypatch.setattr(driver, "_LOADED", {})  # a fresh process: nothing this one checked is remembered
     monkeypatch.setattr(loader, "_META_CHECKED", set())
     result = kb.check()
     assert any(line.startswith(broken) for line in result.find("KB210")), result.out

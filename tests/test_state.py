@@ -166,7 +166,7 @@ def test_a_link_as_the_memo_is_never_written_created_or_read_through(kb, tmp_pat
     assert not (tmp_path / "nothing.sqlite").exists()
 
     # read: a database the link names holding a clean answer for exactly this tree, while a link dangles
-    from kbtools.check.memo import fingerprint
+    from kbtools.check.run.memo import fingerprint
 
     kb.write("records/engines/eng-b.md", kb.root.joinpath("records/engines/eng-b.md").read_text() + "[[nowhere]]\n")
     aged(kb.root)

@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kbtools.atomic import TEMP_MARK, ChangedMeanwhile, replace_file, take_mode, write_synced
-from kbtools.check.store import digest
+from kbtools.files import digest
 from kbtools.ids import is_id
 from kbtools.state import JOURNAL, StateUnavailable, read_private, state_dir
 

@@ -20,10 +20,9 @@ from kbtools.atomic import ChangedMeanwhile, check_inside, remove_stale_temporar
 from kbtools.authoring.journal import Rewrite, recover
 from kbtools.authoring.new import AuthoringError, article
 from kbtools.check.load import MAX_RECORD_BYTES
-from kbtools.check.store import digest
 from kbtools.corpus import Corpus, Record, Settings
 from kbtools.fieldwalk import iter_references
-from kbtools.files import read_regular_file, walk
+from kbtools.files import digest, read_regular_file, walk
 from kbtools.ids import id_problem
 from kbtools.index import QUALIFIED, CorpusIndex, no_record
 from kbtools.lang.markdown import scan_body

@@ -1,4 +1,5 @@
-"""Stage: freshness, and the one filter that decides which of its findings a run reports on the day it runs.
+"""Freshness: a record's KB620, and the one filter that decides which of its findings a run reports on the day it
+runs (the stage that judges each record is kbtools.check.shelf).
 
 A type's schema gives its time-bound figures a shelf life (`x-kb-shelf-life`: {field, days, reason}, or a
 list of them with `when`, read by kbtools.registry). Each record whose date field is set gets one KB620 at
@@ -24,10 +25,10 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from kbtools.diagnostics import Diagnostic, clipped, internal_error
+from kbtools.diagnostics import Diagnostic, clipped
 
 if TYPE_CHECKING:
-    from kbtools.corpus import Corpus, Record
+    from kbtools.corpus import Record
     from kbtools.registry import RecordType
 
 SHELF_LIFE_CODE = "KB620"
@@ -41,21 +42,6 @@ _ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 # The other words of the message come from the schema (a type's and a field's name, the reason) or are the
 # record's date, so nothing a record says can take this shape.
 _AGE = re.compile(r"\{age since ([0-9]{4}-[0-9]{2}-[0-9]{2})\}")
-
-
-def check_freshness(corpus: Corpus) -> Corpus:
-    found: list[Diagnostic] = []
-    for record in corpus.judged():
-        record_type = corpus.registry.types.get(record.type) if record.type else None
-        if record_type is None or not record_type.shelf_life:
-            continue
-        try:
-            finding = past_shelf_life(record, record_type)
-        except Exception as exc:  # a bug of kb's own: one diagnostic for this file, the others are still judged
-            finding = internal_error(record.path, exc)
-        if finding is not None:
-            found.append(finding)
-    return corpus.with_diagnostics(found)
 
 
 def past_shelf_life(record: Record, record_type: RecordType) -> Diagnostic | None:

@@ -13,17 +13,14 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from kbtools.check.placeholders import find_placeholders
-from kbtools.check.scope import Scope, StoredRecords, changed_files, too_many
-from kbtools.check.store import Cache, digest
-from kbtools.check.store.index import StoredIndex
 from kbtools.corpus import Corpus, FieldPath, Record, Settings, dotted
 from kbtools.diagnostics import Diagnostic, KbError, internal_error
-from kbtools.files import NotReadable, read_regular_file, walk
+from kbtools.files import NotReadable, digest, read_regular_file, walk
 from kbtools.ids import id_problem
 from kbtools.lang.units import number_problem, shorten
 from kbtools.progress import track
@@ -135,7 +132,22 @@ def discover(settings: Settings, registry: TypeRegistry) -> tuple[list[str], lis
     return sorted(files), diagnostics
 
 
-def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None = None) -> Corpus:
+class KeptFiles(Protocol):
+    """What loading asks of the files a run keeps (the store's files table, kbtools.check.store.rows): a
+    file's entry by its stat or by its digest, and a place for what this run parsed."""
+
+    def unchanged(self, rel: str, st: os.stat_result) -> Any: ...
+
+    def file(self, rel: str, file_digest: str) -> Any: ...
+
+    def store_file(self, rel: str, file_digest: str, **fields: Any) -> Any: ...
+
+    def note_stat(self, rel: str, st: os.stat_result) -> None: ...
+
+
+def load_corpus(settings: Settings, registry: TypeRegistry, kept: KeptFiles | None = None) -> Corpus:
+    """Every record file read and parsed; with `kept`, a file whose stat or bytes it knows is not parsed
+    again, and what is parsed is kept there for the next run."""
     files, diagnostics = discover(settings, registry)
     records: dict[str, Record] = {}
     stats: dict[str, os.stat_result] = {}
@@ -150,7 +162,7 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
             continue
         # like git's index: a file whose size, times and inode match what the cache saw, and that
         # was not modified just before the cache was written, is not read again
-        entry = cache.files.unchanged(rel, st) if cache and stat.S_ISREG(st.st_mode) else None
+        entry = kept.unchanged(rel, st) if kept is not None and stat.S_ISREG(st.st_mode) else None
         if entry is not None:
             outcomes.append((rel, entry["record"], entry["load"]))
             continue
@@ -160,23 +172,23 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
             diagnostics.append(exc.at(rel, 1, 1))
             continue
         file_digest = digest(raw)
-        entry = cache.files.file(rel, file_digest) if cache else None
+        entry = kept.file(rel, file_digest) if kept is not None else None
         if entry is None:
             to_parse.append((len(outcomes), rel, str(path), raw, file_digest))
             outcomes.append((rel, None, None))
         else:
             outcomes.append((rel, entry["record"], entry["load"]))
-        if cache is not None:  # a new entry too, or the next run would read every file again to learn it
+        if kept is not None:  # a new entry too, or the next run would read every file again to learn it
             stats[rel] = st  # the stat taken before reading: an edit during the read shows next time
     for (index, rel, _, _, file_digest), (record, found, extra) in zip(
-        to_parse, parse_all(to_parse, registry, with_stages=cache is not None), strict=True
+        to_parse, parse_all(to_parse, registry, with_stages=kept is not None), strict=True
     ):
         outcomes[index] = (rel, record, found)
-        if cache is not None:
-            cache.files.store_file(rel, file_digest, record=record, load=found, **extra)
+        if kept is not None:
+            kept.store_file(rel, file_digest, record=record, load=found, **extra)
     for rel, record, found in outcomes:
-        if cache is not None and rel in stats:
-            cache.files.note_stat(rel, stats.pop(rel))
+        if kept is not None and rel in stats:
+            kept.note_stat(rel, stats.pop(rel))
         diagnostics.extend(found)
         if record is not None:
             records[record.key] = record
@@ -185,61 +197,6 @@ def load_corpus(settings: Settings, registry: TypeRegistry, cache: Cache | None 
         registry=registry,
         records=records,
         diagnostics=tuple(registry.diagnostics) + tuple(diagnostics),
-        cache=cache,
-    )
-
-
-def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> Corpus | None:
-    """A scoped run's corpus (kbtools.check.scope): the changed files read and parsed, every other record
-    left in the store until a stage asks for it. None when a whole run is needed: no index in the store,
-    files that came or went, too many changes, or a record that appeared, vanished or changed its id."""
-    if not (cache.trusted and cache.indexed) or cache.reader is None or cache.index_fingerprint is None:
-        return None
-    files, diagnostics = discover(settings, registry)
-    changes = changed_files(files, str(settings.root), cache)
-    if changes is None:
-        return None
-    changed, stats = changes
-    index = StoredIndex(cache.reader)
-    key_at = {known.path: key for key, known in index.known.items()}
-    to_parse: list[tuple[int, str, str, bytes, str]] = []
-    for rel in changed:
-        try:
-            raw, stats[rel] = read_regular(settings.root / rel)
-        except LoadError:
-            return None  # unreadable now: the whole run reports it
-        file_digest = digest(raw)
-        if cache.files.file(rel, file_digest) is not None:  # touched, not edited
-            cache.files.note_stat(rel, stats[rel])
-        else:
-            to_parse.append((0, rel, str(settings.root / rel), raw, file_digest))
-            if too_many(len(to_parse), len(files)):
-                return None
-    fresh: dict[str, Record] = {}
-    found: list[Diagnostic] = []
-    for (_, rel, _, _, file_digest), (record, load_found, extra) in zip(
-        to_parse, parse_all(to_parse, registry, with_stages=True), strict=True
-    ):
-        known = index.known.get(key_at.get(rel, ""))
-        if (record is None) != (known is None):
-            return None  # a record came or went: references anywhere may resolve differently
-        if record is not None and known is not None and (record.id, record.type) != (known.id, known.type):
-            return None  # an id edited in place: the same
-        cache.files.store_file(rel, file_digest, record=record, load=load_found, **extra)
-        cache.files.note_stat(rel, stats[rel])
-        found.extend(load_found)
-        if record is not None:
-            fresh[record.key] = record
-    keys = set(fresh) | index.sources_into(fresh) | index.targets_from(fresh)
-    scope = Scope(frozenset(keys), frozenset(rel for _, rel, _, _, _ in to_parse), index)
-    return Corpus(
-        settings=settings,
-        registry=registry,
-        records=StoredRecords(index, fresh, cache, cache.index_fingerprint),
-        diagnostics=tuple(registry.diagnostics) + tuple(diagnostics) + tuple(found),
-        cache=cache,
-        complete=False,
-        scope=scope,
     )
 
 

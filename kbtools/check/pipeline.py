@@ -8,27 +8,21 @@ Corpus; the CLI, the site and exports all start from it and never re-parse.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import ConstraintsStage
 from kbtools.check.debris import DebrisStage
-from kbtools.check.freshness import TODAY_CODE, check_freshness, reported
+from kbtools.check.freshness import TODAY_CODE, reported
 from kbtools.check.links import LinksStage
-from kbtools.check.load import load_corpus, load_scoped
-from kbtools.check.run import run_stage
+from kbtools.check.run.driver import CheckRun
 from kbtools.check.schema import SchemaStage
-from kbtools.check.scope import decode_findings, scoped_index, whole_index
+from kbtools.check.shelf import ShelfLifeStage
 from kbtools.check.similar import SimilarStage
-from kbtools.check.stage import Stage
-from kbtools.check.store import Cache, schema_key
-from kbtools.check.store.index import StoreFailed
 from kbtools.check.superseded import SupersededStage
 from kbtools.config import apply_severity, unknown_codes
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import CODES, Diagnostic
-from kbtools.registry import TypeRegistry, load_registry
 
 STAGES = (
     SchemaStage(),
@@ -38,43 +32,32 @@ STAGES = (
     ConstraintsStage(),
     SupersededStage(),
     recompute_costs,
-    check_freshness,
+    ShelfLifeStage(),
 )
 
 
-def check_corpus(
+def start_run(
     settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False, on_demand: bool = False
-) -> Corpus:
-    """Run every stage. With use_cache, unchanged files reuse earlier results (the cache in kb's state
-    directory, outside the repository); complete=False also lets compute reuse cached diagnostics, so values
+) -> CheckRun:
+    """A run of every stage. With use_cache, unchanged files reuse earlier results (the store in kb's state
+    directory, outside the repository); complete=False also lets compute reuse stored diagnostics, so values
     exist only for what changed -- enough for `kb check`, not for the site. scoped lets a run after a few
-    edits judge again only what they can change (kbtools.check.scope): its findings are whole, its records
-    and values only what it read and computed again (`scope` is set on such a corpus, and
-    kbtools.check.live merges it into the corpus it holds). A run that cannot be scoped is whole, and
-    complete as asked. on_demand (a complete run that reads a few records' values: kb plan, kb explain)
-    decodes each stored value when it is first asked for."""
-    cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings) if use_cache else None
-    registry = _registry(settings, cache)
-    corpus = None
-    if cache is not None and scoped:
-        try:
-            corpus = _scoped_run(settings, registry, cache)
-        except StoreFailed:  # the store could not answer: the whole run, from a store read afresh
-            cache.close()
-            cache = Cache(settings.root, settings.schema_path, enabled=use_cache, settings=settings)
-            corpus = None
-    if corpus is None:
-        if cache is not None:
-            cache.preload(values=complete)
-        corpus = replace(
-            load_corpus(settings, registry, cache), complete=complete or cache is None, on_demand=on_demand
-        )
-        corpus = _whole_run(corpus)
-    if cache is not None:
-        cache.save(corpus.record_paths() | {d.path for d in corpus.diagnostics})
+    edits judge again only what they can change (kbtools.check.run.scope): its findings are whole, its
+    records and values only what it read and computed again (kbtools.check.run.live merges them into the corpus
+    it holds). A run that cannot be scoped is whole, and complete as asked. on_demand (a complete run that
+    reads a few records' values: kb plan, kb explain) decodes each stored value when it is first asked for.
+    Whoever starts a run closes it (`CheckRun.close`) when done with its corpus."""
+    return CheckRun(settings, STAGES, use_cache, complete, scoped, on_demand)
+
+
+def checked(run: CheckRun) -> Corpus:
+    """The run's corpus, with the configuration's problems and severities and the day's filter applied."""
+    corpus = run.check()
+    registry = corpus.registry
     # the configuration's severities apply to what is reported and to what blocks a build, never to what
-    # the cache keeps: changing a severity needs no recheck
+    # the store keeps: changing a severity needs no recheck
     known = set(CODES) | registry.rule_codes
+    settings = run.settings
     problems = [*settings.config_problems, *unknown_codes(settings, known), *_missing_records(settings)]
     diagnostics = apply_severity([*corpus.diagnostics, *problems], settings.severity)
     # The one place a run meets the day it runs on: every stage and the store keep findings whatever the day,
@@ -84,66 +67,11 @@ def check_corpus(
     return corpus.changed(diagnostics=tuple(reported(diagnostics)), dated=dated)
 
 
-_LOADED: dict[tuple[str, str, str], TypeRegistry] = {}  # the last registry this process loaded
-
-
-def _registry(settings: Settings, cache: Cache | None) -> TypeRegistry:
-    """The schema directory's types. A long-lived process (kb serve) checks again after every save, so the
-    registry it loaded last is used again while the store's key, which hashes every schema file and kb's
-    own code, is the same (without a store, the same hash): a schema edit loads it afresh. The store vouches
-    for the schema texts an earlier run found valid, and keeps the ones this run did."""
-    vouched = cache.meta_checked if cache is not None and cache.trusted else frozenset()
-    key = cache.key if cache is not None else schema_key(settings.schema_path) if settings.schema_path.is_dir() else ""
-    memo = (str(settings.schema_path), str(settings.root), key)
-    if not key:
-        registry = load_registry(settings.schema_path, settings.root, vouched)
-    elif memo in _LOADED:
-        registry = _LOADED[memo]
-    else:
-        _LOADED.clear()
-        registry = _LOADED[memo] = load_registry(settings.schema_path, settings.root, vouched)
-    if cache is not None:
-        cache.meta_checked = registry.meta_checked
-    return registry
-
-
-def _stages(corpus: Corpus) -> tuple[Corpus, dict[str, list[Diagnostic]]]:
-    """Every stage in order, and what each one found (its name -> diagnostics)."""
-    found: dict[str, list[Diagnostic]] = {}
-    for stage in STAGES:
-        before = len(corpus.diagnostics)
-        corpus = run_stage(stage, corpus) if isinstance(stage, Stage) else stage(corpus)
-        found[stage.name if isinstance(stage, Stage) else stage.__name__] = list(corpus.diagnostics[before:])
-    return corpus, found
-
-
-def _whole_run(corpus: Corpus) -> Corpus:
-    cache = corpus.cache
-    loaded = list(corpus.diagnostics)
-    corpus, found = _stages(corpus)
-    if cache is not None:
-        stored_files = set(cache.files.live)
-        found["load"] = [d for d in loaded if d.path in stored_files]
-        cache.index_update = whole_index(corpus, found, stored_files)
-    return corpus
-
-
-def _scoped_run(settings: Settings, registry, cache: Cache) -> Corpus | None:
-    corpus = load_scoped(settings, registry, cache)
-    if corpus is None:
-        return None
-    scope = corpus.scope
-    judged_paths = {corpus.records[k].path for k in scope.keys} | set(scope.changed_paths)
-    loaded = [d for d in corpus.diagnostics if d.path in scope.changed_paths]
-    corpus, found = _stages(corpus)
-    found["load"] = loaded
-    covered = {stage: judged_paths | scope.covered.get(stage, set()) for stage in found}
-    covered["load"] = set(scope.changed_paths)
-    kept = decode_findings(scope.index.findings(), covered)
-    if cache.read_failed:
-        raise StoreFailed("a stored row could not be read")
-    cache.index_update = scoped_index(corpus, found, covered)
-    return corpus.with_diagnostics(kept)
+def check_corpus(
+    settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False, on_demand: bool = False
+) -> Corpus:
+    """The checked corpus of a run (start_run) whose store stays open for as long as the corpus is used."""
+    return checked(start_run(settings, use_cache, complete, scoped, on_demand))
 
 
 def _missing_records(settings: Settings) -> list[Diagnostic]:

@@ -14,7 +14,7 @@ collector, which only says what it learnt from one document.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -118,13 +118,32 @@ def still_holds(corpus: Corpus, reads: tuple[Read, ...]) -> bool:
 
 class Stored(Protocol):
     """What the store says of the records a scoped run does not judge: the corpus as the last run saw it.
-    A whole run judges every record, and its Stored says nothing (kbtools.check.run.NOTHING_STORED)."""
+    A whole run judges every record, and its Stored says nothing (kbtools.check.run.stages.NOTHING_STORED)."""
 
     def linked_from_outside(self, key: str, judged: frozenset[str] | set[str]) -> bool: ...
 
     def group_members(self, type_: str | None, kind: int, value: str) -> set[str]: ...
 
     def groups_of(self, key: str) -> tuple[str | None, ...]: ...
+
+
+class Run(Protocol):
+    """What the run that calls a stage tells it (kbtools.check.run.driver.CheckRun): the store (None: keep
+    nothing), the scope of a scoped run (None: every record), whether every record's values are wanted, and
+    whether they are decoded when first asked for. A Stage sees none of it (kbtools.check.run.stages runs it);
+    compute, whose judgement reads other records' values, keeps its own reads table in the store."""
+
+    store: Any
+    scope: Any
+    complete: bool
+    on_demand: bool
+
+    @property
+    def stored(self) -> Stored: ...
+
+    def judged(self, corpus: Corpus) -> list[Record]: ...
+
+    def cover(self, stage: str, paths: Iterable[str]) -> None: ...
 
 
 class Stage:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,11 @@ def _round(value: float, digits: int) -> float:
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
 
 
-def stale_figures(corpus: Corpus, rev: str, changed: list[str]) -> list[Diagnostic]:
+def stale_figures(
+    corpus: Corpus, rev: str, changed: list[str], linking_to: Callable[[str], set[str]]
+) -> list[Diagnostic]:
+    """The mentions of an old figure in the changed records and in those `linking_to` them (the run says
+    which: in a scoped run, the stored links of the records it did not judge again count too)."""
     root = corpus.settings.root
     records_dir = corpus.settings.records_dir.rstrip("/") + "/"
     found: list[Diagnostic] = []
@@ -95,7 +100,7 @@ def stale_figures(corpus: Corpus, rev: str, changed: list[str]) -> list[Diagnost
             continue
         old = _quantities(corpus, record.type, old_data)
         new = _quantities(corpus, record.type, dict(record.data))
-        readers = corpus.sources_linking_to(record.key) | {record.key}
+        readers = linking_to(record.key) | {record.key}
         for field, old_value in old.items():
             new_value = new.get(field)
             if new_value is None or not new_value.is_compatible_with(old_value):

@@ -2,7 +2,7 @@
 spacing and punctuation, a URL without what does not change the document it names.
 
 Pure functions of a string. The near-duplicate stage groups records by them (kbtools.check.similar), the
-store keeps them in its id table (kbtools.check.scope), and the constraints compare sources' URLs with them.
+store keeps them in its id table (kbtools.check.run.scope), and the constraints compare sources' URLs with them.
 """
 
 from __future__ import annotations

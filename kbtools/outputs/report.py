@@ -5,7 +5,7 @@ inline value naming that record is a finding too: one that follows from the firs
 such a cause first, with what follows from it indented under it; JSON marks each of those with the finding
 it follows from (`caused_by`), and every format still lists every finding. Which findings follow from which
 is read from the findings alone (their codes, files and messages), so a memo's stored answer is worded as the
-run that made it was (kbtools.check.memo), and nothing here imports a stage.
+run that made it was (kbtools.check.run.memo), and nothing here imports a stage.
 """
 
 from __future__ import annotations

@@ -39,10 +39,10 @@ class PageReuse:
             self.neighbours[source].add(target)
             self.neighbours[target].add(source)
             self.neighbours_out[source].add(target)
-        cache = self.corpus.cache
+        stored = self.corpus.value_reads
         self.reads: dict[str, dict[str, dict[str, str]]] | None = None  # page -> what its values read, all at once
         self.asked = 0
-        self.global_key = f"{cache.key if cache else ''}:{site.theme.fingerprint()}:{site.index.fingerprint()}"
+        self.global_key = f"{stored.version if stored else ''}:{site.theme.fingerprint()}:{site.index.fingerprint()}"
 
     def reused(self, key: str) -> bool:
         """Put the previous build's page of a record in place when it shows the same; note its fingerprint."""
@@ -62,9 +62,9 @@ class PageReuse:
     def prepare(self, pages: int) -> None:
         """Before a build asks for many pages (in forked workers, which must not read the store): what every
         record read, all at once."""
-        cache = self.corpus.cache
-        if cache is not None and self.reads is None and pages > ONE_BY_ONE:
-            self.reads = cache.reads.all_records_read()
+        stored = self.corpus.value_reads
+        if stored is not None and self.reads is None and pages > ONE_BY_ONE:
+            self.reads = stored.all_records_read()
 
     def fingerprint(self, key: str) -> str | None:
         """What a record page shows rests on: the record itself; of its neighbours in the link graph and of
@@ -74,8 +74,7 @@ class PageReuse:
         the set of ids. None: render it every time. So an edit to a neighbour's prose or to a figure this
         page does not show re-renders nothing here."""
         record = self.corpus.records[key]
-        cache = self.corpus.cache
-        if cache is None:
+        if self.corpus.value_reads is None:
             return None
         read = self.read_by(key)
         shown = {key} | self.neighbours.get(key, set()) | {n for dep in read for n in self.neighbours_out.get(dep, ())}
@@ -97,14 +96,14 @@ class PageReuse:
     def read_by(self, key: str) -> dict[str, dict[str, str]]:
         """What a record's values read of others, from the store: one query for each of the first few pages
         asked for (kb serve's quick pass asks for the open ones), the whole table at once beyond that."""
-        cache = self.corpus.cache
-        if cache is None:
+        stored = self.corpus.value_reads
+        if stored is None:
             return {}
         self.asked += 1
         if self.reads is None and self.asked <= ONE_BY_ONE:
-            return cache.reads.records_read(key)
+            return stored.records_read(key)
         if self.reads is None:
-            self.reads = cache.reads.all_records_read()
+            self.reads = stored.all_records_read()
         return self.reads.get(key, {})
 
     def values_of(self, key: str) -> str:

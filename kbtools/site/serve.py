@@ -3,7 +3,7 @@ changes, and the open page reloaded.
 
 A build here is `kb build --force` (errors are shown on the pages they concern, and printed in the
 terminal, each finding that follows from a record that did not parse under that record's error) and
-incremental: the process keeps the checked corpus (kbtools.check.live), a save re-checks
+incremental: the process keeps the checked corpus (kbtools.check.run.live), a save re-checks
 the files it changed and what they can change, and only the pages whose inputs changed are rendered. The
 search index is rebuilt beside the server once the pages are out (SearchIndex). Files are watched
 with watchfiles (the operating system's change notifications). A page learns of a new build from a script
@@ -91,11 +91,11 @@ ERROR_PAGE = f"""<!doctype html>
 
 class Site:
     """The built site and its version: what the handler serves and the watcher replaces. The checked corpus
-    stays in memory between builds (kbtools.check.live), so a save re-checks what it can change and
+    stays in memory between builds (kbtools.check.run.live), so a save re-checks what it can change and
     re-renders the pages that show it; the search index follows in the background (SearchIndex)."""
 
     def __init__(self, settings: Settings, out: Path, search: bool, report: Callable[[str], None]):
-        from kbtools.check.live import LiveCorpus
+        from kbtools.check.run.live import LiveCorpus
 
         self.settings, self.out, self.search, self.report = settings, out, search, report
         self.live = LiveCorpus(settings)
@@ -130,8 +130,7 @@ class Site:
                 self.report(f"kb serve: {one_line(str(exc))}")
                 return False
             finally:
-                if corpus.cache is not None:
-                    corpus.cache.close()  # the store is read again at the next save, by then maybe by another kb
+                self.live.close()  # the store is read again at the next save, by then maybe by another kb
             if warning:
                 self.report(f"kb serve: warning: {warning}")
             # an open page the quick pass could not render (a record that came, went or stopped parsing) is

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from kbtools.check.compute.engine import Computer
 from kbtools.check.compute.incremental import (
@@ -23,17 +24,22 @@ from kbtools.check.compute.incremental import (
 from kbtools.check.compute.values import Value, how_far, matching, scenario_text, substituted, verdict
 from kbtools.corpus import Corpus, RecordValues
 
+if TYPE_CHECKING:
+    from kbtools.check.stage import Run
+
 __all__ = ["Computer", "Value", "how_far", "matching", "recompute_costs", "scenario_text", "substituted", "verdict"]
 
 
-def recompute_costs(corpus: Corpus) -> Corpus:
-    """Compute every value; with a cache, only for records whose inputs changed. kb check keeps no values
+def recompute_costs(corpus: Corpus, run: Run | None = None) -> Corpus:
+    """Compute every value; with a store, only for records whose inputs changed. kb check keeps no values
     of the rest; a run that needs them all (a build) reads theirs from the store (compute.stored)."""
     computer = Computer(corpus)
-    cache = corpus.cache
+    cache = run.store if run is not None else None
+    complete = run is None or run.complete
+    scoped = run is not None and run.scope is not None
     # a scoped run that needs values (kb serve's) computes the whole of its scope: what it holds is that scope
-    reuse = cache is not None and (not corpus.complete or corpus.scope is None)
-    only = dirty_records(corpus, cache, computer) if reuse else None
+    reuse = run is not None and cache is not None and (not complete or not scoped)
+    only = dirty_records(corpus, run, computer) if run is not None and reuse else None
     computed = computer.run(only)
     frontier = set(only or ())
     while frontier and only is not None:  # the readers of what came out differently, until nothing does
@@ -41,19 +47,19 @@ def recompute_costs(corpus: Corpus) -> Corpus:
         only |= frontier
         computed.update(computer.run(frontier))
     values: Mapping[str, RecordValues] = computed
-    if reuse and corpus.complete and only is not None:
+    if reuse and complete and only is not None:
         values = (
             ValuesOnDemand(corpus, cache, computer, computed)
-            if corpus.on_demand
+            if run is not None and run.on_demand
             else with_stored_values(corpus, cache, computer, computed, only)
         )
     diagnostics = list(computer.diagnostics)
-    if cache is not None:
+    if run is not None and cache is not None:
         if reuse and only is not None:
-            diagnostics = with_kept_diagnostics(corpus, cache, diagnostics, only)
-        keep_for_next_run(corpus, cache, computer, only, reuse, values if corpus.complete else None)
+            diagnostics = with_kept_diagnostics(corpus, run, diagnostics, only)
+        keep_for_next_run(corpus, cache, computer, only, reuse, values if complete else None)
     unique = list(dict.fromkeys(diagnostics))
-    if not corpus.complete and corpus.scope is None:
+    if not complete and not scoped:
         values = {}  # kb check keeps diagnostics only: the values would be most of its memory
-    # a scoped run keeps the few it computed: a long-lived process (kbtools.check.live) puts them in place
+    # a scoped run keeps the few it computed: a long-lived process (kbtools.check.run.live) puts them in place
     return corpus.with_diagnostics(unique, computed=MappingProxyType(values))

@@ -22,6 +22,7 @@ from kbtools.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
     from kbtools.check.compute.engine import Computer
+    from kbtools.check.stage import Run
 
 
 def resolution_key(target: Record | None, candidates: list[Record]) -> Any:
@@ -77,14 +78,15 @@ def _raw(record: Record, name: str) -> str:
     return fingerprint({"raw": record.data.get(name.removeprefix(RAW))})
 
 
-def dirty_records(corpus: Corpus, cache: Any, computer: Computer) -> set[str]:
+def dirty_records(corpus: Corpus, run: Run, computer: Computer) -> set[str]:
     """Records whose values cannot be reused before anything is computed: changed, new, resolving a
     reference differently, or reading a record that is gone."""
+    cache = run.store
     records = corpus.records
     index = computer.index
     same_index = cache.index_fingerprint == index.fingerprint()
     dirty = set()
-    for record in corpus.judged():
+    for record in run.judged(corpus):
         key = record.key
         entry = cache.compute.get(key)
         if entry is None or entry["digest"] != record.digest:
@@ -121,18 +123,16 @@ def cut_off(corpus: Corpus, cache: Any, computer: Computer, recomputed: set[str]
     return more
 
 
-def with_kept_diagnostics(
-    corpus: Corpus, cache: Any, diagnostics: list[Diagnostic], only: set[str]
-) -> list[Diagnostic]:
+def with_kept_diagnostics(corpus: Corpus, run: Run, diagnostics: list[Diagnostic], only: set[str]) -> list[Diagnostic]:
     """This run's findings for the records it computed, and the kept ones for every record it did not."""
+    cache = run.store
     record_paths = corpus.record_paths()
     driven_paths = {corpus.records[k].path for k in only}
     out = [d for d in diagnostics if d.path in driven_paths or d.path not in record_paths]
-    for record in corpus.judged():  # in a scoped run, the others' findings are the stored ones
+    for record in run.judged(corpus):  # in a scoped run, the others' findings are the stored ones
         if record.key not in only:
             out.extend(cache.compute[record.key]["diagnostics"])
-    if corpus.scope is not None:
-        corpus.scope.cover("recompute_costs", driven_paths)
+    run.cover("recompute_costs", driven_paths)
     out.extend(cache.compute_global)
     return out
 

@@ -13,7 +13,7 @@ No stage imports it: a stage judges, and the driver (kbtools.check.run) keeps an
 """
 
 from kbtools.check.store.codec import decode, encode, revive
-from kbtools.check.store.key import RACY_NS, code_files, digest, schema_key
+from kbtools.check.store.key import RACY_NS, code_files, schema_key
 from kbtools.check.store.store import Cache
 
-__all__ = ["RACY_NS", "Cache", "code_files", "decode", "digest", "encode", "revive", "schema_key"]
+__all__ = ["RACY_NS", "Cache", "code_files", "decode", "encode", "revive", "schema_key"]

@@ -1,7 +1,7 @@
 """The store's index of the corpus as the last run saw it: every record's id, type, digest and near-duplicate
 keys (`ids`), every link (`edges`), every file's findings per stage (`findings`). Written here (write_index),
 inside the store's write transaction, and asked here (StoredIndex), inside a run's read transaction: the
-tables' SQL in one module. kbtools.check.scope decides from it what a scoped run judges."""
+tables' SQL in one module. kbtools.check.run.scope decides from it what a scoped run judges."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class StoredIndex:
 
 
 def write_index(connection: sqlite3.Connection, update: Any) -> None:
-    """The corpus as this run saw it (kbtools.check.scope): ids, links and findings, whole or in part."""
+    """The corpus as this run saw it (kbtools.check.run.scope): ids, links and findings, whole or in part."""
     connection.execute(
         "CREATE TABLE IF NOT EXISTS ids (key TEXT PRIMARY KEY, path TEXT, id TEXT, type TEXT, digest TEXT, "
         "name_key TEXT, url_key TEXT)"

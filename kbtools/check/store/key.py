@@ -1,5 +1,5 @@
 """What the store is keyed by: the format, kb's own code and the schemas (`schema_key`), a file's bytes
-(`digest`) and its stat (`file_stat`, git's racy-clean rule)."""
+(kbtools.files.digest) and its stat (`file_stat`, git's racy-clean rule)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ from pathlib import Path
 from kbtools import __version__
 from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
 
-FORMAT = 7  # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (scope.py); 7: due dates
+# 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (kbtools.check.run.scope); 7: due dates;
+# 8: freshness a Stage, judged per file
+FORMAT = 8
 RACY_NS = 2_000_000_000
-INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.scope)
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+INDEX_TABLES = ("ids", "edges", "findings")  # the corpus as the last run saw it (kbtools.check.run.scope)
 
 
 def code_files() -> list[Path]:

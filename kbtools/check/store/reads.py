@@ -16,6 +16,7 @@ class Snapshot(Protocol):
     transaction, and the records whose values it keeps (every one suspect when a row cannot be read)."""
 
     trusted: bool
+    key: str
 
     @property
     def reader(self) -> sqlite3.Connection | None: ...
@@ -52,6 +53,11 @@ class StoredReads:
             else:
                 out.pop(reader, None)
         return out
+
+    @property
+    def version(self) -> str:
+        """The store's key (kb's code and the schemas): what every fingerprint here was computed under."""
+        return self.store.key
 
     def records_read(self, reader: str) -> dict[str, dict[str, str]]:
         """What `reader` read of other records when its values were last computed: record -> {value: fp}."""

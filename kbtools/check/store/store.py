@@ -19,7 +19,7 @@ sequences.
 
 Beside the per-file results the store holds an index of the corpus as the last run saw it (ids, edges,
 findings per file and stage; written by `_write_index`), which lets a run after a few edits judge again only
-what they can change (kbtools.check.scope). Rows are read entry by entry when a run asks for them, or all at
+what they can change (kbtools.check.run.scope). Rows are read entry by entry when a run asks for them, or all at
 once (`preload`) by a run that visits every record; an entry writes back only the fields a run set.
 
 A file is taken as unchanged, without reading it, when what git's index compares is
@@ -71,7 +71,7 @@ class Cache:
         self._reader: sqlite3.Connection | None = None
         self.reads = StoredReads(self)  # the reverse-dependency table (kbtools.check.store.reads)
         self.indexed = False  # the store's index of the corpus (ids, edges, findings) is the last save's
-        self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.scope)
+        self.index_update: Any = None  # what this run learnt of it, for save() (kbtools.check.run.scope)
         if self.enabled:
             self._read()
 

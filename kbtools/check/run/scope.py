@@ -27,9 +27,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from kbtools.check.load import LoadError, discover, parse_all, read_regular
+from kbtools.check.store import Cache, encode, revive
 from kbtools.check.store.index import StoredIndex, StoreFailed
-from kbtools.corpus import Record
+from kbtools.corpus import Corpus, Record, Settings
 from kbtools.diagnostics import Diagnostic
+from kbtools.files import digest
+from kbtools.registry import TypeRegistry
 
 SCOPED_MAX = 0.05  # beyond this share of the files changed, a whole run is as fast (and simpler)
 
@@ -43,7 +47,7 @@ def group_keys(record: Record, registry: Any) -> tuple[str | None, str | None]:
 class StoredRecords(Mapping[str, Record]):
     """Every record of the corpus by key, as a mapping: the records read this run, and the others decoded
     from the store when first asked for. Iterating it decodes every record (correct, and slow): the stages
-    of a scoped run visit `Corpus.judged()` only. A RecordSource (kbtools.index): the corpus's index answers
+    of a scoped run visit the run's judged records only (kbtools.check.run.driver). A RecordSource (kbtools.index): the corpus's index answers
     from the store's id table, and its fingerprint is the one the last run stored, unchanged since (no id,
     dir or type changed, or the run would not be scoped)."""
 
@@ -135,8 +139,6 @@ def too_many(edited: int, files: int) -> bool:
 
 def decode_findings(rows: list[tuple[str, str, str]], covered: Mapping[str, set[str]]) -> list[Diagnostic]:
     """The stored findings of every (file, stage) this run did not judge again."""
-    from kbtools.check.store import revive
-
     out: list[Diagnostic] = []
     for path, stage, body in rows:
         if path in covered.get(stage, ()):
@@ -185,8 +187,6 @@ def _findings(
 
 
 def _encoded(findings: dict[tuple[str, str], list[Diagnostic]]) -> dict[tuple[str, str], str | None]:
-    from kbtools.check.store import encode
-
     return {where: encode(diagnostics) for where, diagnostics in findings.items()}
 
 
@@ -196,10 +196,11 @@ def whole_index(corpus: Any, found: Mapping[str, list[Diagnostic]], files: set[s
     return IndexUpdate(True, ids, set(), list(corpus.edges or ()), _encoded(_findings(found, lambda stage: files)))
 
 
-def scoped_index(corpus: Any, found: Mapping[str, list[Diagnostic]], covered: Mapping[str, set[str]]) -> IndexUpdate:
+def scoped_index(
+    corpus: Any, scope: Scope, found: Mapping[str, list[Diagnostic]], covered: Mapping[str, set[str]]
+) -> IndexUpdate:
     """The rows a scoped run judged again: the changed records' ids, the links of every record the links
     stage judged, and the findings of every (file, stage) it covered (emptied where nothing is found now)."""
-    scope = corpus.scope
     fresh = [corpus.records[k] for k in scope.keys if corpus.records[k].path in scope.changed_paths]
     linked = set(scope.keys) | {k for k in corpus.records.fresh if corpus.records[k].path in covered["links"]}
     findings: dict[tuple[str, str], str | None] = {
@@ -208,3 +209,55 @@ def scoped_index(corpus: Any, found: Mapping[str, list[Diagnostic]], covered: Ma
     findings.update(_encoded(_findings(found, lambda stage: covered.get(stage, set()))))
     edges = [edge for edge in corpus.edges or () if edge[0] in linked]
     return IndexUpdate(False, [_id_row(r, corpus.registry) for r in fresh], linked, edges, findings)
+
+
+def load_scoped(settings: Settings, registry: TypeRegistry, cache: Cache) -> tuple[Corpus, Scope] | None:
+    """A scoped run's corpus and scope: the changed files read and parsed, every other record left in the
+    store until a stage asks for it. None when a whole run is needed: no index in the store,
+    files that came or went, too many changes, or a record that appeared, vanished or changed its id."""
+    if not (cache.trusted and cache.indexed) or cache.reader is None or cache.index_fingerprint is None:
+        return None
+    files, diagnostics = discover(settings, registry)
+    changes = changed_files(files, str(settings.root), cache)
+    if changes is None:
+        return None
+    changed, stats = changes
+    index = StoredIndex(cache.reader)
+    key_at = {known.path: key for key, known in index.known.items()}
+    to_parse: list[tuple[int, str, str, bytes, str]] = []
+    for rel in changed:
+        try:
+            raw, stats[rel] = read_regular(settings.root / rel)
+        except LoadError:
+            return None  # unreadable now: the whole run reports it
+        file_digest = digest(raw)
+        if cache.files.file(rel, file_digest) is not None:  # touched, not edited
+            cache.files.note_stat(rel, stats[rel])
+        else:
+            to_parse.append((0, rel, str(settings.root / rel), raw, file_digest))
+            if too_many(len(to_parse), len(files)):
+                return None
+    fresh: dict[str, Record] = {}
+    found: list[Diagnostic] = []
+    for (_, rel, _, _, file_digest), (record, load_found, extra) in zip(
+        to_parse, parse_all(to_parse, registry, with_stages=True), strict=True
+    ):
+        known = index.known.get(key_at.get(rel, ""))
+        if (record is None) != (known is None):
+            return None  # a record came or went: references anywhere may resolve differently
+        if record is not None and known is not None and (record.id, record.type) != (known.id, known.type):
+            return None  # an id edited in place: the same
+        cache.files.store_file(rel, file_digest, record=record, load=load_found, **extra)
+        cache.files.note_stat(rel, stats[rel])
+        found.extend(load_found)
+        if record is not None:
+            fresh[record.key] = record
+    keys = set(fresh) | index.sources_into(fresh) | index.targets_from(fresh)
+    scope = Scope(frozenset(keys), frozenset(rel for _, rel, _, _, _ in to_parse), index)
+    corpus = Corpus(
+        settings=settings,
+        registry=registry,
+        records=StoredRecords(index, fresh, cache, cache.index_fingerprint),
+        diagnostics=tuple(registry.diagnostics) + tuple(diagnostics) + tuple(found),
+    )
+    return corpus, scope

@@ -1,5 +1,5 @@
-"""The driver of kb check's stages: which records a stage judges, which judgements it reuses, and where they
-are kept. A Stage (kbtools.check.stage) only judges; this module owns reuse, scope and the store.
+"""How the driver (kbtools.check.run.driver) runs one Stage: which records it judges, which judgements it
+reuses, and where they are kept. A Stage (kbtools.check.stage) only judges.
 
 A judgement is kept in the store's row for the record's file, under the stage's name, with the reads it
 rested on and the links it found. It is reused while the file's bytes are the same (the row is keyed by them;
@@ -8,8 +8,8 @@ every record. A scoped run (after a few edits) judges the records of its scope, 
 `widen` names, and tells the scope it covered them, so that their stored findings give way to these: which
 keys, not which code path.
 
-The stages not yet written as a Stage (compute, freshness) are still functions of the corpus, and the
-pipeline calls them as they are.
+Compute is the one stage that is not a Stage: its judgement reads other records' values, and its own reads
+table (kbtools.check.compute.incremental) decides what it computes again; the driver calls it with the run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kbtools.check.stage import Context, Edge, Judgement, Stage, Stored, still_holds
+from kbtools.check.stage import Context, Edge, Judgement, Run, Stage, Stored, still_holds
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
 from kbtools.progress import track
@@ -39,26 +39,25 @@ class NothingStored:
 NOTHING_STORED = NothingStored()
 
 
-def run_stage(stage: Stage, corpus: Corpus) -> Corpus:
+def run_stage(stage: Stage, corpus: Corpus, run: Run | None = None) -> Corpus:
     """The corpus with the stage's findings (each judged record's, kept or made now, then the corpus's) and,
-    for a stage that finds links, its edges."""
+    for a stage that finds links, its edges. Without a run: every record judged, nothing kept."""
     judged: dict[str, Judgement] = {}
-    records = sorted(corpus.judged(), key=lambda r: r.path)
-    _judge(stage, corpus, track(records, stage.progress) if stage.progress else records, judged)
-    stored: Stored = NOTHING_STORED
-    if corpus.scope is not None:
-        stored = corpus.scope.index
+    records = sorted(run.judged(corpus) if run is not None else corpus.records.values(), key=lambda r: r.path)
+    cache = run.store if run is not None else None
+    _judge(stage, corpus, cache, track(records, stage.progress) if stage.progress else records, judged)
+    stored: Stored = run.stored if run is not None else NOTHING_STORED
+    if run is not None and run.scope is not None:
         more = sorted(stage.widen(corpus, judged, stored) - judged.keys())
-        _judge(stage, corpus, (corpus.records[k] for k in more), judged)
-        corpus.scope.cover(stage.name, (corpus.records[k].path for k in more))
+        _judge(stage, corpus, cache, (corpus.records[k] for k in more), judged)
+        run.cover(stage.name, (corpus.records[k].path for k in more))
     found: list[Diagnostic] = [d for j in judged.values() for d in j.findings]
     found += stage.finish(corpus, judged, stored)
     edges: list[Edge] = [e for j in judged.values() for e in j.edges]
     return corpus.with_diagnostics(found, edges=tuple(edges)) if edges else corpus.with_diagnostics(found)
 
 
-def _judge(stage: Stage, corpus: Corpus, records: Iterable[Record], judged: dict[str, Judgement]) -> None:
-    cache = corpus.cache
+def _judge(stage: Stage, corpus: Corpus, cache: Any, records: Iterable[Record], judged: dict[str, Judgement]) -> None:
     for record in records:
         row = cache.files.file(record.path, record.digest) if cache is not None else None
         kept = _kept(row.get(stage.name)) if row is not None else None

@@ -1,7 +1,7 @@
 """A checked corpus kept in memory by a long-lived process (`kb serve`), brought up to date after an edit.
 
 The first check is whole and complete: every record and every computed value. After that, a refresh is a
-scoped run (kbtools.check.scope): it reads the changed files and judges again what they can change, with
+scoped run (kbtools.check.run.scope): it reads the changed files and judges again what they can change, with
 findings identical to a cold run. What it did not judge is the same as in the corpus held here, so the two
 are merged: the changed records, their links and the values computed again replace their old selves, and
 everything else is kept. A scoped run changes no id and adds or removes no record, so a record that was not
@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from kbtools.check.pipeline import check_corpus
+from kbtools.check.pipeline import checked, start_run
+from kbtools.check.run.driver import CheckRun
 from kbtools.corpus import Corpus, Settings
 
 
@@ -25,22 +26,27 @@ class LiveCorpus:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.corpus: Corpus | None = None
+        self.run: CheckRun | None = None  # the last refresh's, whose store its corpus reads until `close`
         self.last_was_scoped = False  # what the last refresh did, for the terminal and the tests
 
     def refresh(self) -> Corpus:
         held = self.corpus
-        if held is None:
-            fresh = check_corpus(self.settings, use_cache=True, complete=True)
-        else:
-            fresh = check_corpus(self.settings, use_cache=True, complete=True, scoped=True)
-        merged = merge(held, fresh) if held is not None and fresh.scope is not None else None
-        if merged is None and fresh.scope is not None:  # scoped, but not against what this process holds
-            if fresh.cache is not None:
-                fresh.cache.close()
-            fresh = check_corpus(self.settings, use_cache=True, complete=True)
-        self.last_was_scoped = merged is not None
+        self.close()
+        run = start_run(self.settings, use_cache=True, complete=True, scoped=held is not None)
+        fresh = checked(run)
+        merged = merge(held, fresh) if held is not None and run.scope is not None else None
+        if merged is None and run.scope is not None:  # scoped, but not against what this process holds
+            run.close()
+            run = start_run(self.settings, use_cache=True, complete=True)
+            fresh = checked(run)
+        self.run, self.last_was_scoped = run, merged is not None
         self.corpus = merged if merged is not None else fresh
         return self.corpus
+
+    def close(self) -> None:
+        """Let go of the store: it is read again at the next refresh, by then maybe written by another kb."""
+        if self.run is not None:
+            self.run.close()
 
 
 def merge(held: Corpus, scoped: Corpus) -> Corpus | None:
@@ -64,4 +70,4 @@ def merge(held: Corpus, scoped: Corpus) -> Corpus | None:
             edges_from.setdefault(edge[0], []).append(edge)
     edges = tuple(edge for key in records for edge in edges_from.get(key, ()))  # in the cold run's order
     computed = MappingProxyType({**held.computed, **scoped.computed})
-    return replace(scoped, records=records, edges=edges, computed=computed, complete=True, scope=None)
+    return replace(scoped, records=records, edges=edges, computed=computed)
