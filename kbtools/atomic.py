@@ -28,7 +28,7 @@ from kbtools.files import walk
 TEMP_MARK = ".kb-tmp-"
 
 
-class ChangedMeanwhile(Exception):
+class ChangedMeanwhile(UsageError):
     """The file changed after kb read it; kb left it as it is."""
 
 

@@ -316,15 +316,10 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.publish import check_output
     from kbtools.outputs.report import format_text, summarize
-    from kbtools.outputs.targets import OutputError
     from kbtools.site.build import build_site
 
     out = args.out or settings.build_path
-    try:
-        check_output(out, settings)  # before any work: a refusal costs nothing and changes nothing
-    except OutputError as exc:
-        _say("build", exc)
-        return EXIT_USAGE
+    check_output(out, settings)  # before any work: a refusal costs nothing and changes nothing
     corpus = check_corpus(settings, use_cache=True, complete=True)
     errors = corpus.errors
     if errors and not args.force:
@@ -336,9 +331,6 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERRORS
     try:
         pages, warning = build_site(corpus, out, search=not args.no_search)
-    except OutputError as exc:
-        _say("build", exc)
-        return EXIT_USAGE
     except OSError as exc:  # a full disk, a read-only file system: the site is staged apart, so the old one stands
         _say("build", f"cannot write {exc.filename or out}: {exc.strerror or exc}; the site at {out} is unchanged")
         return EXIT_USAGE
@@ -350,13 +342,9 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_init(args: argparse.Namespace) -> int:
     from kbtools.authoring.init import init
-    from kbtools.authoring.new import AuthoringError
 
     try:
         written, kept = init(args.directory, args.types, args.title, existing=args.existing)
-    except AuthoringError as exc:
-        _say("init", exc)
-        return EXIT_USAGE
     except OSError as exc:
         print(f"kb init: cannot write {exc.filename or args.directory}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -372,15 +360,10 @@ def run_init(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.outputs.publish import check_output
-    from kbtools.outputs.targets import OutputError
     from kbtools.site.serve import serve
 
     out = (args.out or settings.build_path).absolute()
-    try:
-        check_output(out, settings)
-    except OutputError as exc:
-        _say("serve", exc)
-        return EXIT_USAGE
+    check_output(out, settings)
     try:
         serve(settings, out, args.host, args.port, search=not args.no_search)
     except OSError as exc:  # the port is taken, or the address is not this machine's
@@ -391,7 +374,6 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_measure(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.authoring.measure import Bounds, Request, measure
-    from kbtools.authoring.new import AuthoringError
 
     def say(text: str) -> None:
         _say("measure", text)
@@ -409,7 +391,7 @@ def run_measure(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         run = measure(settings, request, say)
-    except (AuthoringError, OSError) as exc:
+    except OSError as exc:  # the scratch file or the record could not be written: said as measure's own
         say(str(exc))
         return EXIT_USAGE
     for path in run.written:
@@ -420,18 +402,12 @@ def run_measure(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_mv(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.atomic import ChangedMeanwhile
     from kbtools.authoring.move import apply_move, mentions, plan_move
-    from kbtools.authoring.new import AuthoringError
     from kbtools.check.pipeline import check_corpus
 
     corpus = check_corpus(settings, use_cache=True, complete=False)
-    try:
-        move = plan_move(corpus, args.record, args.to)
-        edits = apply_move(settings, corpus, move)
-    except (AuthoringError, ChangedMeanwhile) as exc:
-        _say("mv", exc)
-        return EXIT_USAGE
+    move = plan_move(corpus, args.record, args.to)
+    edits = apply_move(settings, corpus, move)
     print(f"moved {move.source.path} -> {move.new_path}")
     for rel, edit in edits:
         shown = move.new_path if rel == move.source.path else rel
@@ -444,25 +420,21 @@ def run_mv(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_new(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.authoring.new import AuthoringError, check_sources, new_record
+    from kbtools.authoring.new import check_sources, new_record
     from kbtools.check.pipeline import check_corpus
 
     corpus = check_corpus(settings, use_cache=True, complete=False)
-    try:
-        check_sources(corpus, args.source)
-        path, reading = new_record(
-            settings,
-            corpus.registry,
-            args.type,
-            args.name,
-            args.source,
-            args.id,
-            force=args.force,
-            from_config=args.from_config,
-        )
-    except AuthoringError as exc:  # an unknown type, a file that exists, a source that is not there: usage
-        _say("new", exc)
-        return EXIT_USAGE
+    check_sources(corpus, args.source)  # an unknown type, a file that exists, a source that is not there: usage
+    path, reading = new_record(
+        settings,
+        corpus.registry,
+        args.type,
+        args.name,
+        args.source,
+        args.id,
+        force=args.force,
+        from_config=args.from_config,
+    )
     print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
     if reading is not None:
         for item in reading.missing:
@@ -474,15 +446,11 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_query(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.query import QueryError, format_rows
+    from kbtools.outputs.query import format_rows
     from kbtools.outputs.query import run_query as query
 
     corpus = check_corpus(settings, use_cache=True, complete=True)
-    try:
-        columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
-    except QueryError as exc:
-        _say("query", exc)
-        return EXIT_USAGE
+    columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
     sys.stdout.write(format_rows(columns, rows, args.format))
     return EXIT_OK
 
@@ -490,17 +458,12 @@ def run_query(args: argparse.Namespace, settings: Settings) -> int:
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.export import export
-    from kbtools.outputs.targets import OutputError
 
     if not args.sqlite and not args.json and not args.frontmatter:
         print("kb export: say where: --sqlite FILE, --json FILE and/or --frontmatter DIR", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        checked = lambda: check_corpus(settings, use_cache=True, complete=True)  # noqa: E731
-        print(export(settings, args.sqlite, args.json, checked, args.frontmatter))
-    except OutputError as exc:
-        _say("export", exc)
-        return EXIT_USAGE
+    checked = lambda: check_corpus(settings, use_cache=True, complete=True)  # noqa: E731
+    print(export(settings, args.sqlite, args.json, checked, args.frontmatter))
     return EXIT_OK
 
 
@@ -533,32 +496,24 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.explain import ExplainError, explain_target
+    from kbtools.outputs.explain import explain_target
 
     corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
-    try:
-        print("\n".join(explain_target(corpus, args.target)))
-    except ExplainError as exc:  # a record or value the user named that is not there: a usage error
-        _say("explain", exc)
-        return EXIT_USAGE
+    print("\n".join(explain_target(corpus, args.target)))
     return EXIT_OK
 
 
 def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
-    from kbtools.outputs.plan import PlanError, as_csv, as_json, as_text, make_plan, workload
+    from kbtools.outputs.plan import as_csv, as_json, as_text, make_plan, workload
 
     base = [a for a in args.asked if "=" not in a]
     if len(base) > 1:
         _say("plan", f"one workload record at most, not {', '.join(base)}")
         return EXIT_USAGE
     corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
-    try:
-        record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
-        plan = make_plan(corpus, record)
-    except PlanError as exc:
-        _say("plan", exc.message)
-        return EXIT_USAGE
+    record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
+    plan = make_plan(corpus, record)
     render = {"json": as_json, "csv": as_csv}.get(args.format)
     print(render(plan) if render else as_text(plan, args.explain), end="")
     for diagnostic in plan.diagnostics:

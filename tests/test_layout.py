@@ -7,6 +7,7 @@ diagnostics, the registry package) imports no layer above it. Lazy imports insid
 from __future__ import annotations
 
 import ast
+import importlib
 
 from conftest import REPO
 
@@ -243,3 +244,33 @@ def test_a_corpus_carries_no_state_of_the_run_that_made_it():
     names = {f.name for f in fields(Corpus)}
     assert not names & {"cache", "scope", "complete", "on_demand", "store"}, names
     assert not hasattr(Corpus, "judged") and not hasattr(Corpus, "sources_linking_to")
+
+
+def test_a_usage_error_is_caught_once_in_the_cli():
+    """Every refusal a command makes (an unknown record, a query kb cannot read, an output place it will not
+    write) is a UsageError (kbtools.diagnostics), said in one line with exit 2 by the CLI's one handler: no
+    command handler catches one to say it itself."""
+    from kbtools.diagnostics import UsageError
+
+    tree = ast.parse((REPO / "kbtools" / "cli.py").read_text())
+    handlers = [
+        (function.name, name.id if isinstance(name, ast.Name) else name.attr)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef)
+        for handler in ast.walk(function)
+        if isinstance(handler, ast.ExceptHandler) and handler.type is not None
+        for name in (handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type])
+        if isinstance(name, ast.Name | ast.Attribute)
+    ]
+    refusals = {
+        "AuthoringError": "kbtools.authoring.new",
+        "ChangedMeanwhile": "kbtools.atomic",
+        "ExplainError": "kbtools.outputs.explain",
+        "OutputError": "kbtools.outputs.targets",
+        "PlanError": "kbtools.outputs.plan",
+        "QueryError": "kbtools.outputs.query",
+    }
+    for name, module in refusals.items():
+        assert issubclass(getattr(importlib.import_module(module), name), UsageError), name
+    caught = [(function, name) for function, name in handlers if name in refusals or name == "UsageError"]
+    assert caught == [("_guarded", "UsageError")], caught

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from kbtools.check.compute import Value, scenario_text, substituted
 from kbtools.corpus import Corpus
+from kbtools.diagnostics import UsageError
 from kbtools.index import no_record
 from kbtools.lang.units import format_quantity
 
 MAX_DEPTH = 8
 
 
-class ExplainError(Exception):
+class ExplainError(UsageError):
     """A target kb cannot explain: no such record, or no such value, with what there is instead."""
 
 

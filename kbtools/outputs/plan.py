@@ -34,7 +34,7 @@ from kbtools.check.compute.derivations import parse_quantities
 from kbtools.check.load import load_record_bytes
 from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
-from kbtools.diagnostics import KbError
+from kbtools.diagnostics import UsageError
 from kbtools.index import CorpusIndex, no_record
 from kbtools.lang.units import format_quantity
 from kbtools.outputs.cells import csv_text, terminal_text
@@ -44,11 +44,8 @@ LIST = ","
 USAGE = "kb plan WORKLOAD | FIELD=VALUE... [--explain] [--format text|json|csv]"
 
 
-class PlanError(KbError):
+class PlanError(UsageError):
     """A workload kb cannot plan: a usage error (exit 2)."""
-
-    def __init__(self, message: str):
-        super().__init__("KB900", message)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbtools.corpus import Corpus, Record
+from kbtools.diagnostics import UsageError
 from kbtools.index import CorpusIndex
 from kbtools.lang.units import NUMBER, QuantityError, format_quantity, parse_quantity_text, parse_unit
 from kbtools.outputs.cells import csv_text, terminal_text
@@ -28,7 +29,7 @@ FILTER = re.compile(
 ENDS = ("low", "high", "preferred")  # field.low>=X: a figure's range over the conditions it rests on, at one end
 
 
-class QueryError(Exception):
+class QueryError(UsageError):
     pass
 
 

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kbtools.corpus import Settings
+from kbtools.diagnostics import UsageError
 
 
-class OutputError(Exception):
+class OutputError(UsageError):
     """The output directory cannot be used; the message says why and what to do."""
 
 
