@@ -304,3 +304,29 @@ def test_an_annotation_of_the_wrong_shape_is_a_schema_error_not_a_crash(kb, sche
     assert not result.find("KB900"), result.out + result.err
     assert any(schema in line for line in result.find("KB210")), result.out
     assert "checked" in result.out
+
+
+@pytest.mark.parametrize(
+    "annotation, value",
+    [
+        ("x-kb-require", [{"any_of": ["sources"], "code": "KB202", "message": "a record needs a source"}]),
+        ("x-kb-columns", ["name"]),
+    ],
+)
+def test_a_type_annotation_on_a_shared_schema_is_a_schema_error_not_silence(kb, annotation, value):
+    """An annotation that belongs on a record type's schema, written on the envelope (which every type allOf-$refs,
+    but which is no type), would apply to no record: KB210 at its line says so, instead of a rule that never runs."""
+    import json as json_module
+
+    path = kb.root / "schema" / "envelope.schema.json"
+    data = json_module.loads(path.read_text())
+    data[annotation] = value
+    text = json_module.dumps(data, indent=2)
+    path.write_text(text)
+    kb.source()
+    line = next(n for n, written in enumerate(text.splitlines(), 1) if f'"{annotation}"' in written)
+    found = [found for found in kb.check().find("KB210") if annotation in found]
+    assert found == [
+        f"schema/envelope.schema.json:{line}:1: error KB210 {annotation} belongs on a record type's schema (one "
+        "with x-kb-dir): on a shared schema it applies to no record; move it to each type it is meant for"
+    ], found

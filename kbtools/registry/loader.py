@@ -286,7 +286,7 @@ def _annotation_problems(document: SchemaFile, context: Context, is_type: bool) 
 
     for annotation in ANNOTATIONS.values():
         key = annotation.key
-        if annotation.check is None and annotation.misplaced is None:
+        if annotation.check is None and annotation.where != "type":
             continue  # taken as it is written: nothing to find wrong with it
         if annotation.where == "field":
             for path, node in _annotated_fields(contents, key):
@@ -296,8 +296,8 @@ def _annotation_problems(document: SchemaFile, context: Context, is_type: bool) 
         elif key not in contents:
             continue
         elif annotation.where == "type" and not is_type:
-            if annotation.misplaced and contents.get("x-kb-dir") is None:
-                out.append(at(_line_of(text, f'"{key}"'), annotation.misplaced))
+            if contents.get("x-kb-dir") is None:  # a shared schema: the annotation would apply to no record
+                out.append(at(_line_of(text, f'"{key}"'), annotation.misplaced or _misplaced(key)))
         else:
             problems = annotation.problems(contents[key], context)
             rules = _rule_lines(text, key, as_list(contents[key])) if any(p.rule is not None for p in problems) else []
@@ -306,6 +306,13 @@ def _annotation_problems(document: SchemaFile, context: Context, is_type: bool) 
                 for p in problems
             )
     return out
+
+
+def _misplaced(key: str) -> str:
+    return (
+        f"{key} belongs on a record type's schema (one with x-kb-dir): on a shared schema it applies to no "
+        "record; move it to each type it is meant for"
+    )
 
 
 def _rule_lines(text: str, key: str, rules: list[Any]) -> list[int]:
