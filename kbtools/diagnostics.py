@@ -376,6 +376,15 @@ CODES: dict[str, Code] = {
         "of a price (providers revise accelerator-hour prices within a year); renew it from its source, or name "
         "the record that replaces it in superseded_by",
     ),
+    "KB621": Code(
+        W,
+        "A case of the prediction ledger (a measurement with a ledger block) whose signed error, kb's prediction "
+        "for its workload against the measured value, is outside the band the case records (or the type's "
+        "x-kb-ledger band): a formula or a record changed what kb predicts for a published run.",
+        "records/measurements/x.md:20:3: warning KB621 kb predicts 20.8 ms for this run (workloads/w, hit_ttft "
+        "from storage-tiers/t), measured 61.5 ms: an error of -66 %, outside the case's band of ±50 % "
+        "(sources: the run's pegaflow-readme; the prediction's workload w)",
+    ),
     # internal
     "KB900": Code(
         E,

@@ -27,7 +27,8 @@ NOT_CHECKED: dict[str, str] = {}
 # The figures the oracle computes: the node's, and each tier's.
 NODE_FIGURES = tuple(
     "kv_bytes working_set kv_copies read_once recompute_flops_linear recompute_flops_attention recompute_flops"
-    " linear_peak recompute_time break_even_bandwidth break_even_rate uncached_time decode_usd_per_mtoken"
+    " linear_peak recompute_time break_even_bandwidth break_even_rate uncached_time recompute_ttft"
+    " decode_usd_per_mtoken"
     " decode_joules_per_token".split()
 )
 TIER_FIGURES = tuple(
@@ -269,6 +270,7 @@ def hand_plan(s: Stated, key: str) -> dict:
         extra_attention = model.attention_flops(n + uncached) - model.attention_flops(n)
         compute = (2 * model.params_active * uncached / peak + extra_attention / bf16) / (gpus * efficiency)
     node["uncached_time"] = compute
+    node["recompute_ttft"] = recompute + compute if compute is not None else None  # a miss: prefix, then the rest
     price = ref("prices", "price")
     throughput = ref("measurements", "throughput")
     per_hour = s.q(price, "per_accelerator_hour") if price else None

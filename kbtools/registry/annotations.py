@@ -313,6 +313,31 @@ def _requirements(node: Mapping[str, Any], context: Context) -> tuple[Requiremen
     )
 
 
+LEDGER_KEYS = ("case", "measured", "predicted", "band")
+
+
+def _ledger_problems(spec: Any, context: Context) -> list[Problem]:
+    if not isinstance(spec, dict):
+        return [Problem(f"x-kb-ledger must be an object {{{', '.join(LEDGER_KEYS)}}}, not {json.dumps(spec)}")]
+    out = [
+        Problem(f"x-kb-ledger: unknown key '{key}' (known: {', '.join(LEDGER_KEYS)})")
+        for key in spec
+        if key not in LEDGER_KEYS
+    ]
+    for key in ("case", "measured"):
+        if not isinstance(spec.get(key), str) or spec[key] not in context.fields:
+            out.append(Problem(f"x-kb-ledger.{key} must name a field of {context.type_name}", near=(key_pattern(key),)))
+    predicted = spec.get("predicted")
+    if not isinstance(predicted, dict) or not predicted or not all(isinstance(f, str) for f in predicted.values()):
+        out.append(Problem("x-kb-ledger.predicted must map each figure a case may name to a formula"))
+    band = spec.get("band")
+    if band is not None and (isinstance(band, bool) or not isinstance(band, int | float) or band <= 0):
+        out.append(
+            Problem(f"x-kb-ledger.band must be a number above 0, not {json.dumps(band)}", near=(key_pattern("band"),))
+        )
+    return out
+
+
 def _string(key: str) -> Callable[[Mapping[str, Any], Context], str | None]:
     return lambda node, context: value if isinstance(value := node.get(key), str) else None
 
@@ -477,6 +502,16 @@ ANNOTATIONS: dict[str, Annotation] = {
             _object("x-kb-from-config"),
             doc='{"format": "huggingface", "fields": {config key: field}}: `kb new TYPE --from-config` reads the '
             "record's fields from a model's config.json",
+        ),
+        Annotation(
+            "x-kb-ledger",
+            "type",
+            _mapping("x-kb-ledger"),
+            _ledger_problems,
+            doc='a record of the type may be a case of the prediction ledger: {"case": the object field naming the '
+            'case\'s workload and figure, "measured": the measured quantity field, "predicted": {figure: formula '
+            'over the case block\'s references}, "band": the |error| beyond which a case is KB621 where it records '
+            "no band of its own} (check/compute/ledger.py)",
         ),
         Annotation(
             "x-kb-shelf-life",

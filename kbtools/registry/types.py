@@ -117,6 +117,12 @@ class RecordType:
         return value_of("x-kb-plan", self.schema)
 
     @property
+    def ledger(self) -> dict[str, Any]:
+        """x-kb-ledger: {case, measured, predicted: {figure: formula}, verdict, band}, how a record of the type
+        is a case of the prediction ledger; {} for a type that has none."""
+        return value_of("x-kb-ledger", self.schema)
+
+    @property
     def functions(self) -> dict[str, Any]:
         """x-kb-functions: name -> {parameters: {name: unit}, formula, unit}; called as record.name(args)."""
         return value_of("x-kb-functions", self.schema)

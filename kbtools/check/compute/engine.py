@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kbtools.check.compute import costs, derivations, inline, parameters
+from kbtools.check.compute import costs, derivations, inline, ledger, parameters
 from kbtools.check.compute.flow import DEFER_DEPTH, FAILED, QUERY, RAW, Cycle, Deferred, ValueFailed
 from kbtools.check.compute.provenance import stated_value
 from kbtools.check.compute.values import (
@@ -170,6 +170,8 @@ class Computer:
                 value = self.cost_or_none(record, name)
                 if value is not None:
                     costs[name] = value
+        if record_type.ledger:  # a case of the prediction ledger: kb's prediction for the run, and its error
+            costs.update(ledger.ledger_values(self, record, record_type.ledger))
         self.diagnostics.extend(check_prose(self, record, fields, costs))
         return RecordValues(
             fields, costs, parameters.hardware_tables(self, record), tuple(inline.inline_values(self, record))
@@ -251,6 +253,8 @@ class Computer:
         costs = self.peek(record, "costs")
         if isinstance(costs, dict) and name in costs:
             return self.cost(record, name)
+        if name in ledger.NAMES and record.type in self.types and self.types[record.type].ledger:
+            return ledger.ledger_values(self, record, self.types[record.type].ledger).get(name)
         if record.type in self.types:
             return self.field(record, name)
         return None

@@ -1,0 +1,145 @@
+"""Kind: a case of the prediction ledger, a published run set against what kb predicts for it.
+
+A type with `x-kb-ledger` (the measurement's schema) says which field holds a case ({workload, figure, tier,
+recompute, band, quote}), which field is the measured figure, and, per figure a case may name, the formula of
+kb's prediction over the case's references: `workload.hit_ttft_overlapped`, read at the row of the case's
+tier. So the model stays in the schema; this module only evaluates it, as a for_each row is evaluated:
+
+- `ledger_predicted`: the prediction, with the range its inputs span (nominal to measured rates);
+- `ledger_error`: (predicted - measured) / measured, signed, over the same range.
+
+A case whose error at the nominal end is outside its band (its own, or the type's) is KB621, which names the
+run's sources and the workload behind the prediction: a change to a formula or a record shows on every case.
+A case kb cannot predict (the workload gives no figure for that tier) is KB621 too, saying what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbtools.check.compute.costs import cost_lookup
+from kbtools.check.compute.derivations import call_lookup
+from kbtools.check.compute.flow import ValueFailed
+from kbtools.check.compute.parameters import param_lookup
+from kbtools.check.compute.provenance import derived_value
+from kbtools.corpus import Record
+from kbtools.lang.formula import FormulaError, MissingName, evaluate, parse_formula
+from kbtools.lang.units import format_quantity
+
+if TYPE_CHECKING:
+    from kbtools.check.compute.evaluation import Evaluator
+    from kbtools.check.compute.values import Value
+
+PREDICTED, ERROR = "ledger_predicted", "ledger_error"
+NAMES = (PREDICTED, ERROR)  # the costs a case has beside its own, which prose and other records may quote
+CODE = "KB621"
+
+
+def ledger_values(c: Evaluator, record: Record, spec: dict[str, Any]) -> dict[str, Value]:
+    """The case's prediction and its signed error ({} for a record that is no case, or that kb cannot predict)."""
+    case = record.data.get(spec.get("case", ""))
+    measured_name = spec.get("measured", "")
+    if not isinstance(case, dict) or not isinstance(measured_name, str):
+        return {}
+    where = (spec["case"],)
+    formula_text = (spec.get("predicted") or {}).get(case.get("figure"))
+    workload, _ = c.resolve(case["workload"]) if isinstance(case.get("workload"), str) else (None, [])
+    tier, _ = c.resolve(case["tier"]) if isinstance(case.get("tier"), str) else (None, [])
+    if workload is None or not isinstance(formula_text, str) or (isinstance(case.get("tier"), str) and tier is None):
+        return {}  # a dangling reference is the links stage's finding, a figure outside the enum the schema's
+    measured = c.field(record, measured_name)
+    if measured is None:
+        return {}
+    bindings = {"workload": workload, **({"tier": tier} if tier is not None else {})}
+    row = tier.key if tier is not None else None
+    try:
+        predicted = _evaluated(c, record, PREDICTED, formula_text, bindings, row, where, measured.unit)
+        error = _evaluated(
+            c, record, ERROR, f"(({formula_text}) - {measured_name}) / {measured_name}", bindings, row, where, "1"
+        )
+    except _Unpredicted as missing:
+        c.report(
+            CODE,
+            record,
+            where,
+            f"kb cannot predict this run: {formula_text}"
+            + (f" at {tier.key}" if tier is not None else "")
+            + f", of {workload.key}, {missing}",
+        )
+        return {}
+    _judge_band(c, record, case, spec, where, predicted, measured, error, workload, tier)
+    return {PREDICTED: predicted, ERROR: error}
+
+
+class _Unpredicted(Exception):
+    """The workload gives no figure for the case: the reason, as kb would say it."""
+
+
+def _evaluated(
+    c: Evaluator,
+    record: Record,
+    name: str,
+    text: str,
+    bindings: dict[str, Record],
+    row: str | None,
+    where: tuple[str, ...],
+    unit: str | None,
+) -> Value:
+    def compute(record: Record, _: str) -> Value:
+        formula = parse_formula(text)
+        used: dict[str, Value] = {}
+        quantity = evaluate(
+            formula,
+            cost_lookup(c, record, name, bindings, row, used),
+            param_lookup(c, record, bindings, used),
+            call_lookup(c, record, bindings, used),
+        )
+        return derived_value(
+            record, where, name, quantity, formula, used, unit, lambda again: call_lookup(c, record, bindings, again)
+        )
+
+    try:
+        return c.memoised(record, f"costs.{name}", compute)
+    except (MissingName, FormulaError) as exc:
+        raise _Unpredicted(f"fails: {exc.message}") from None
+    except ValueFailed:
+        raise _Unpredicted(
+            "has no value: it reads a field that the workload, or a record it names, leaves out (kb plan "
+            "names it under that workload's figures)"
+        ) from None
+
+
+def _judge_band(
+    c: Evaluator,
+    record: Record,
+    case: dict[str, Any],
+    spec: dict[str, Any],
+    where: tuple[str, ...],
+    predicted: Value,
+    measured: Value,
+    error: Value,
+    workload: Record,
+    tier: Record | None,
+) -> None:
+    band = case.get("band", spec.get("band"))
+    if isinstance(band, bool) or band is None:
+        return
+    low, high = (-float(band), float(band)) if isinstance(band, int | float) else (float(band[0]), float(band[1]))
+    signed = float(error.quantity.to("dimensionless").magnitude)
+    if low <= signed <= high:
+        return
+    figure = f"{case.get('figure')}" + (f" from {tier.key}" if tier is not None else "")
+    sources = ", ".join(measured.sources) or "none named"
+    theirs = ", ".join(str(s) for s in workload.data.get("sources") or []) or "none named"
+    c.report(
+        CODE,
+        record,
+        where + (("band",) if "band" in case else ()),
+        f"kb predicts {format_quantity(predicted.quantity)} for this run ({workload.key}, {figure}), measured "
+        f"{format_quantity(measured.quantity)}: an error of {signed:+.0%}, outside the band of "
+        f"{_band_text(low, high)} (the run's sources: {sources}; the prediction's workload cites: {theirs})",
+    )
+
+
+def _band_text(low: float, high: float) -> str:
+    return f"±{high:.0%}" if low == -high else f"{low:+.0%} to {high:+.0%}"
