@@ -222,6 +222,12 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("asked", nargs="*", metavar="[DIR/ID] [FIELD=VALUE ...]", help="a workload record, and settings")
     plan.add_argument("--format", choices=("text", "json", "csv"), default="text")
     plan.add_argument(
+        "--ledger",
+        action="store_true",
+        help="instead of a plan: every published run the knowledge base holds as a case, kb's prediction for it "
+        "and the signed error, (predicted - measured) / measured, with the median |error| and the verdicts",
+    )
+    plan.add_argument(
         "--explain", action="store_true", help="each figure's formula, the records it rests on and their sources"
     )
     plan.set_defaults(handler=run_plan)
@@ -507,6 +513,8 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.plan import as_csv, as_json, as_text, make_plan, workload
 
+    if args.ledger:
+        return _ledger(args, settings)
     base = [a for a in args.asked if "=" not in a]
     if len(base) > 1:
         _say("plan", f"one workload record at most, not {', '.join(base)}")
@@ -519,6 +527,18 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     for diagnostic in plan.diagnostics:
         _say("plan", diagnostic.message)
     return EXIT_ERRORS if plan.diagnostics else EXIT_OK
+
+
+def _ledger(args: argparse.Namespace, settings: Settings) -> int:
+    from kbtools.check.pipeline import check_corpus
+    from kbtools.outputs.ledger import as_csv, as_json, as_text, ledger
+
+    if args.asked or args.explain:
+        raise UsageError("--ledger goes alone: it prints every case, not a plan of one workload")
+    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
+    book = ledger(corpus)
+    sys.stdout.write({"json": as_json, "csv": as_csv}.get(args.format, as_text)(book))
+    return EXIT_OK
 
 
 def _relative(path: Path, settings: Settings) -> str | None:

@@ -273,3 +273,30 @@ def test_site_reads_without_javascript(site, web):
     page.goto(url + SEED + ".html")
     assert "2.249 GB" in page.locator("section.body").inner_text()
     context.close()
+
+
+@pytest.mark.browser
+def test_the_ledger_page_shows_every_case_its_error_and_the_plot(site, web):
+    """'How right is kb plan': one row per case of `kb plan --ledger`, each with its signed error, and one dot per
+    case in the plot of predicted against measured, linking to the case's page."""
+    import json
+
+    book = json.loads(
+        subprocess.run([KB, "plan", "--ledger", "--format", "json"], cwd=REPO, capture_output=True, text=True).stdout
+    )
+    url, chromium = web
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    watch.page.goto(url + "ledger.html")
+    rows = watch.page.locator("table.ledger-table tbody tr")
+    assert rows.count() == book["summary"]["cases"]
+    for i, case in enumerate(book["cases"]):
+        cells = rows.nth(i).locator("td")
+        assert cells.nth(5).inner_text().splitlines()[0] == f"{case['error']:+.0%}"
+        assert cells.nth(0).locator("a").get_attribute("href") == case["case"] + ".html"
+    summary = watch.page.locator("main p").nth(1).inner_text()
+    assert f"Median |error|: {book['summary']['median_abs_error'] * 100:.0f} %" in summary
+    assert watch.page.locator("svg.scatter circle.dot").count() == book["summary"]["predicted"]
+    watch.page.screenshot(path=str(ARTIFACTS / "ledger-light.png"), full_page=True)
+    assert watch.problems == []
+    context.close()

@@ -30,6 +30,7 @@ from kbtools.site.charts import FigureCharts
 from kbtools.site.context import SiteContext, page_path
 from kbtools.site.graph import GraphPage
 from kbtools.site.home import HomePage
+from kbtools.site.ledger_page import LedgerPage
 from kbtools.site.pool import in_workers
 from kbtools.site.record_page import RecordPage, UnparsedPage
 from kbtools.site.reuse import PageReuse
@@ -44,7 +45,7 @@ class SiteBuilder:
         self.theme = self.site.theme
         charts = FigureCharts(self.site)
         self.reuse = PageReuse(self.site, previous, charts)
-        self.home, self.graph = HomePage(self.site), GraphPage(self.site)
+        self.home, self.graph, self.ledger = HomePage(self.site), GraphPage(self.site), LedgerPage(self.site)
         self.type_index, self.record_page = TypeIndexPage(self.site, charts), RecordPage(self.site, charts)
         self.unparsed_page = UnparsedPage(self.site)
 
@@ -61,6 +62,7 @@ class SiteBuilder:
         for key in sorted(site.unparsed):  # a few, and each made anew: no fingerprint, no reuse
             self.unparsed_page.write(key)
         self.graph.write()
+        self.ledger.write()
         self.reuse.write_manifest()
         return len(corpus.records)
 

@@ -164,6 +164,69 @@ def roofline(roofs: list[Roof], title: str) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class Point:
+    label: str
+    x: float
+    y: float
+    group: str  # series name: points of one group share a colour
+    href: str | None = None
+
+
+def scatter_against(points: list[Point], unit: str, title: str, x_name: str, y_name: str) -> str:
+    """Each point's y against its x on log-log axes of one unit, with the line y = x (where they agree) and
+    dashed lines at half and twice it; groups get classes series-0..n, listed in a legend."""
+    points = [p for p in points if p.x > 0 and p.y > 0 and math.isfinite(p.x) and math.isfinite(p.y)]
+    if not points:
+        return ""
+    groups = list(dict.fromkeys(p.group for p in points))
+    width, left, bottom, top, side = 520, 70, 44, 44, 400
+    height = top + side + bottom + 16 * len(groups) + 8
+    ticks = _log_ticks(min(min(p.x, p.y) for p in points), max(max(p.x, p.y) for p in points))
+    lo, hi = math.log10(ticks[0]), math.log10(ticks[-1])
+    span = (hi - lo) or 1.0
+    sx = lambda v: left + (math.log10(v) - lo) / span * side  # noqa: E731
+    sy = lambda v: top + side - (math.log10(v) - lo) / span * side  # noqa: E731
+    out = [
+        f'<svg class="chart scatter" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'<title>{escape(title)}</title><text class="chart-title" x="0" y="16">{escape(title)}</text>',
+    ]
+    for tick in ticks:
+        label = escape(format_number(tick))
+        out.append(
+            f'<line class="grid" x1="{sx(tick):.1f}" y1="{top}" x2="{sx(tick):.1f}" y2="{top + side}"/>'
+            f'<text class="tick" x="{sx(tick):.1f}" y="{top + side + 16}" text-anchor="middle">{label}</text>'
+            f'<line class="grid" x1="{left}" y1="{sy(tick):.1f}" x2="{left + side}" y2="{sy(tick):.1f}"/>'
+            f'<text class="tick" x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{label}</text>'
+        )
+    for factor, kind in ((1.0, "agree"), (0.5, "factor"), (2.0, "factor")):
+        a, b = max(ticks[0], ticks[0] / factor), min(ticks[-1], ticks[-1] / factor)  # inside the plot both ways
+        out.append(
+            f'<line class="diagonal {kind}" x1="{sx(a):.1f}" y1="{sy(a * factor):.1f}" x2="{sx(b):.1f}" y2="{sy(b * factor):.1f}"/>'
+        )
+    for point in points:
+        series = groups.index(point.group) % 8
+        dot = (
+            f'<circle class="dot series-{series}" cx="{sx(point.x):.1f}" cy="{sy(point.y):.1f}" r="4">'
+            f"<title>{escape(point.label)}: {x_name} {escape(format_number(point.x))} {escape(unit)}, {y_name} "
+            f"{escape(format_number(point.y))} {escape(unit)}</title></circle>"
+        )
+        out.append(f'<a href="{escape(point.href)}">{dot}</a>' if point.href else dot)
+    axis_y = top + side + 34
+    out.append(
+        f'<text class="tick" x="{left + side / 2:.0f}" y="{axis_y}" text-anchor="middle">{escape(x_name)}, {escape(unit)} (log)</text>'
+        f'<text class="tick" x="{left}" y="{top - 8}">{escape(y_name)}, {escape(unit)} (log); the solid line is agreement, '
+        "the dashed ones twice and half</text>"
+    )
+    for i, group in enumerate(groups):
+        out.append(
+            f'<text class="legend" x="{left}" y="{axis_y + 20 + 16 * i}"><tspan class="swatch series-{i % 8}">●</tspan> '
+            f"{escape(group)}</text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
 def _flops(value: float) -> str:
     for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G")):
         if value >= scale:
