@@ -157,3 +157,19 @@ def test_a_case_kb_cannot_predict_says_what_is_missing(copy):
         in (found[0])
     )
     assert any("recompute-10k.md" in line and "workload.recompute_ttft" in line for line in found), found
+
+
+def test_readme_states_the_ledger_as_it_stands(book):
+    """README's section states the median |error| and the verdicts as `kb plan --ledger` measures them now: a
+    change that moves them must say so there too."""
+    import re
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    summary = book["summary"]
+    stated = re.search(r"this repository's (\d+) cases from (\d+) publishers", text)
+    assert stated and (int(stated[1]), int(stated[2])) == (summary["cases"], summary["publishers"])
+    assert f"the median |error| is {summary['median_abs_error'] * 100:.0f} %" in text
+    assert f"{summary['median_abs_error_hits'] * 100:.0f} % over the hit cases alone" in text
+    assert (
+        f"agrees with the measured one on {summary['verdicts_agree']} of the {summary['verdicts_judged']} runs" in text
+    )
