@@ -140,7 +140,11 @@ class FieldNames:
         if after is None:
             return None
         words = tuple(re.split(r"[\s-]+", after.group().strip(" \t-").lower()))[:_MAX_WORDS_AFTER]
-        kind = [n for n, unit in self.units.items() if unit is not None and figure.quantity.is_compatible_with(unit)]
+        kind = [
+            n
+            for n, unit in self.units.items()
+            if unit is not None and _same_dimension(figure.quantity._units, unit._units)
+        ]
         for count in range(len(words), 0, -1):
             run = words[:count]
             whole = [n for n in kind if run in self.phrases[n]]
@@ -161,6 +165,14 @@ class FieldNames:
             ):
                 return name
         return None
+
+
+@lru_cache(maxsize=4096)
+def _same_dimension(a: Any, b: Any) -> bool:
+    """Whether two units containers measure one dimension: asked for every field of a type for every figure
+    prose writes, so answered once per pair."""
+    ureg = unit_registry()
+    return ureg.Quantity(1, a).is_compatible_with(ureg.Quantity(1, b))
 
 
 def _holds(phrase: tuple[str, ...], run: tuple[str, ...]) -> bool:
@@ -388,7 +400,9 @@ def _figures(sentence: str) -> Iterator[Figure]:
         magnitude = float(number.replace(",", ""))
         if not math.isfinite(magnitude):
             continue
-        yield Figure(match.group(0), number, unit_text, magnitude * unit, match.start(), match.end())
+        yield Figure(
+            match.group(0), number, unit_text, unit_registry().Quantity(magnitude, unit), match.start(), match.end()
+        )
 
 
 @lru_cache(maxsize=512)

@@ -31,6 +31,7 @@ from typing import Any
 import pint
 
 from kbtools.diagnostics import KbError
+from kbtools.lang.arithmetic import ByUnits, combine, converted
 from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, unit_registry
 
 MAX_LENGTH = 2000
@@ -270,15 +271,13 @@ def _bounded_in_base(value: pint.Quantity) -> None:
 
 def in_unit(value: pint.Quantity, unit: pint.Unit) -> pint.Quantity:
     """A computed value converted to `unit`, still bounded (KB507): a value within bounds can overflow when
-    converted to a unit much smaller than its own."""
-    return _converted(value, lambda: value.to(unit), f"in {unit:~P}", unit)
-
-
-def _converted(value: pint.Quantity, conversion: Callable[[], Any], where: str, unit: Any = None) -> pint.Quantity:
+    converted to a unit much smaller than its own. Every figure computed passes here, so the unit is
+    written out for a message only when there is one to give."""
     try:
-        return _bounded(conversion(), where)
+        return _bounded(converted(value, unit), lambda: f"in {unit:~P}")
     except OverflowError:  # pint's conversion factor is past a float: GB⁶⁴/s⁶⁴ in base units needs 1e9 ** 64
-        target = _log10_in_base(value) - (_log10_in_base(1 * unit) if unit is not None else 0.0)
+        where = f"in {unit:~P}"
+        target = _log10_in_base(value) - _log10_in_base(1 * unit)
         if target > math.log10(MAX_RESULT):
             raise FormulaError("KB507", f"result is too large {where} (at most {MAX_RESULT:g})") from None
         raise FormulaError(  # GB⁶⁴/TB⁶⁴: a modest figure, but no conversion of it can be computed
@@ -328,13 +327,7 @@ class Algebra:
     def binary(self, op: str, left: Any, right: Any, node: ast.BinOp) -> Any:
         if op == "/" and right.magnitude == 0:
             raise FormulaError("KB505", f"division by zero: {ast.unparse(node.right)} is 0")
-        operation = {
-            "+": lambda: left + right,
-            "-": lambda: left - right,
-            "*": lambda: left * right,
-            "/": lambda: left / right,
-        }[op]
-        return _bounded(_apply(operation, left, right, op))
+        return _bounded(_apply(lambda: combine(op, left, right), left, right, op))
 
     def power(self, base: Any, exponent: float) -> Any:
         return _bounded(_apply(lambda: base**exponent, base, None, "**"))
@@ -370,22 +363,10 @@ def walk(
     call: Callable[[str, str, Callable[[], list], str], Any] | None,
 ) -> Any:
     """The value of a checked formula's tree under `algebra`; `lookup`, `param` and `call` answer in its
-    terms (a quantity, an Interval, or a Table of them)."""
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, str):
-            try:
-                return algebra.literal(parse_quantity_text(node.value, None))
-            except QuantityError as exc:
-                raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
-        ureg = unit_registry()
-        return algebra.literal(ureg.Quantity(node.value, ureg.dimensionless))
+    terms (a quantity, an Interval, or a Table of them). The kinds of node most formulas are made of are
+    tested first: every evaluation walks every node."""
     if isinstance(node, ast.Name):
         return lookup((node.id,))
-    if isinstance(node, ast.Attribute):
-        return lookup((ident(node.value), node.attr))
-    if isinstance(node, ast.UnaryOp):
-        value = algebra.scalar(walk(node.operand, algebra, lookup, param, call), node.operand)
-        return algebra.negate(value) if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.BinOp):
         left = algebra.scalar(walk(node.left, algebra, lookup, param, call), node.left)
         if isinstance(node.op, ast.Pow):
@@ -393,6 +374,13 @@ def walk(
             return algebra.power(left, exponent if exponent is not None else 1.0)
         right = algebra.scalar(walk(node.right, algebra, lookup, param, call), node.right)
         return algebra.binary(_BINOPS[type(node.op)], left, right, node)
+    if isinstance(node, ast.Attribute):
+        return lookup((ident(node.value), node.attr))
+    if isinstance(node, ast.Constant):
+        return algebra.literal(_literal(node.value))
+    if isinstance(node, ast.UnaryOp):
+        value = algebra.scalar(walk(node.operand, algebra, lookup, param, call), node.operand)
+        return algebra.negate(value) if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if call is None:
             raise FormulaError("KB501", f"{ast.unparse(node.func)}() is not available here")
@@ -400,7 +388,7 @@ def walk(
         def arguments() -> list:
             return [algebra.scalar(walk(a, algebra, lookup, param, call), a) for a in node.args]
 
-        return call(ident(node.func.value), node.func.attr, arguments, ast.unparse(node))
+        return call(ident(node.func.value), node.func.attr, arguments, _source(node))
     if isinstance(node, ast.Call):
         name = ident(node.func)
         if name == "default":
@@ -430,6 +418,26 @@ def walk(
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
 
 
+@lru_cache(maxsize=4096)
+def _source(node: ast.expr) -> str:
+    """A node of a parsed formula as text (a call, which is keyed by how it reads): parsed formulas are
+    kept (parse_formula), so each of their nodes is written out once."""
+    return ast.unparse(node)
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: the literal 1 stays an int, apart from 1.0
+def _literal(value: str | int | float) -> pint.Quantity:
+    """A formula's literal as a quantity ('8 B', or a plain number), read once however often it is evaluated.
+    Shared between evaluations: nothing changes a quantity in place."""
+    if isinstance(value, str):
+        try:
+            return parse_quantity_text(value, None)
+        except QuantityError as exc:
+            raise FormulaError(exc.code, f"in quantity literal: {exc.message}") from None
+    ureg = unit_registry()
+    return ureg.Quantity(value, ureg.dimensionless)
+
+
 def _apply(operation: Callable[[], Any], left: Any, right: Any, op: str) -> pint.Quantity:
     try:
         return operation()
@@ -456,9 +464,9 @@ def _unit_phrase(value: pint.Quantity) -> str:
     return f"{value.units:~P} ({describe_dimension(value.dimensionality)})"
 
 
-def _bounded(value: pint.Quantity, where: str = "") -> pint.Quantity:
-    """The value, when it is a finite real number within MAX_RESULT in a unit of bounded powers; else KB507.
-    Compared without converting: float() of a huge exact int raises OverflowError."""
+def _bounded(value: pint.Quantity, where: Callable[[], str] | None = None) -> pint.Quantity:
+    """The value, when it is a finite real number within MAX_RESULT in a unit of bounded powers; else KB507,
+    saying `where()` when given. Compared without converting: float() of a huge exact int raises OverflowError."""
     magnitude = value.magnitude
     if (
         isinstance(magnitude, complex)
@@ -467,14 +475,19 @@ def _bounded(value: pint.Quantity, where: str = "") -> pint.Quantity:
     ):
         shown = "not a number" if isinstance(magnitude, complex) or magnitude != magnitude else "too large"
         raise FormulaError(
-            "KB507", f"result is {shown}" + (f" {where}" if where else "") + f" (at most {MAX_RESULT:g})"
+            "KB507", f"result is {shown}" + (f" {where()}" if where else "") + f" (at most {MAX_RESULT:g})"
         )
-    for unit, power in value.unit_items():
-        if abs(power) > MAX_EXPONENT:
-            raise FormulaError(
-                "KB507", f"result's unit has {unit}^{power:g}; a power of a unit is at most {MAX_EXPONENT}"
-            )
+    if not _powers_bounded(value._units):
+        for unit, power in value.unit_items():
+            if abs(power) > MAX_EXPONENT:
+                raise FormulaError(
+                    "KB507", f"result's unit has {unit}^{power:g}; a power of a unit is at most {MAX_EXPONENT}"
+                )
     return value
+
+
+# whether each power of a unit is within MAX_EXPONENT, asked once per units: every value computed is checked
+_powers_bounded = ByUnits(lambda units: all(abs(power) <= MAX_EXPONENT for power in units.values()))
 
 
 # ---------------------------------------------------------------- display

@@ -418,13 +418,13 @@ def choices(
     preferred first) or each end of its band is a choice, said by the condition it holds under when it
     names one, else by its figure and source."""
     condition = f"{record.key}.{name}"
-    units = written.quantity.units
 
     def said(w: Written) -> str:
         if w.condition:
             return w.condition
         return f"{condition} = {format_quantity(w.quantity, unit, 6)}" + (f" ({w.source})" if w.source else "")
 
+    units = written.quantity._units  # the figures of a condition are in the unit of the one computed with
     if written.low is not None and written.high is not None:
         ends = [
             (f"{condition} at the low end of its band, {format_quantity(written.low, unit, 6)}", written.low),
