@@ -111,6 +111,9 @@ class Record:
     value_positions: Mapping[FieldPath, tuple[int, int]] = field(
         default_factory=dict
     )  # field path -> where its scalar value's text starts
+    # its type's cost specs (x-kb-costs), kept beside the data the file holds, never merged into it: `data` is
+    # what any frontmatter reader reads of the file, and `costs` is what kb computes
+    type_costs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -121,6 +124,15 @@ class Record:
     def id(self) -> str:
         value = self.data.get("id")
         return value if isinstance(value, str) else self.stem
+
+    @property
+    def costs(self) -> dict[str, Any]:
+        """The cost specs kb computes for it: its type's and its own `costs:` block, its own winning by name. A
+        block that is no mapping gives none, not even the type's (the schema stage reports the shape)."""
+        own = self.data.get("costs")
+        if own is not None and not isinstance(own, dict):
+            return {}
+        return {**self.type_costs, **(own or {})} if self.type_costs else (own or {})
 
     def mapping(self, name: str) -> dict[str, Any]:
         """A field that should be a mapping (inputs, costs, carried_by), or {} when it is absent or is not one

@@ -268,8 +268,6 @@ def load_record_bytes(
         data, positions, values, body, body_line = parse_record_parts(raw)
     except LoadError as exc:
         return None, [exc.at(rel)]
-    if record_type is not None and record_type.costs:
-        data = with_type_costs(data, record_type.costs)
     record = Record(
         path=rel,
         dir=directory,
@@ -281,20 +279,12 @@ def load_record_bytes(
         body_line=body_line,
         type=record_type.name if record_type else None,
         digest=file_digest,
+        type_costs=record_type.costs if record_type is not None else {},
     )
     found = check_identity(record, record_type.name if record_type else None)
     lines = raw.decode("utf-8", errors="replace").splitlines()
     found += find_placeholders(lines[1 : max(1, body_line - 2)], 2, data, values, body, body_line, rel)
     return record, found
-
-
-def with_type_costs(data: dict[str, Any], costs: dict[str, Any]) -> dict[str, Any]:
-    """The record's data with its type's x-kb-costs put under its own costs (its own win by name), so every
-    stage, page and export sees them as the record's costs."""
-    own = data.get("costs")
-    if own is not None and not isinstance(own, dict):
-        return data  # the schema reports the shape
-    return {**data, "costs": {**costs, **(own or {})}}
 
 
 def check_identity(record: Record, expected_type: str | None) -> list[Diagnostic]:

@@ -144,8 +144,7 @@ def _explain(corpus: Corpus, value: Value, indent: str, depth: int, top: bool = 
 
 def _stated(corpus: Corpus, value: Value) -> str | None:
     record = corpus.records.get(value.record)
-    costs = record.data.get("costs") if record else None
-    spec = costs.get(value.name) if isinstance(costs, dict) else None
+    spec = record.costs.get(value.name) if record else None
     if isinstance(spec, dict) and "stated" in spec:
         stated = spec["stated"]
         return str(stated["value"] if isinstance(stated, dict) else stated)

@@ -121,7 +121,7 @@ def _costs(corpus: Corpus, views: dict[str, dict[str, dict[str, Any]]]) -> list[
     found = []
     for key in sorted(corpus.records):
         costs = corpus.values(key).costs
-        specs = corpus.records[key].mapping("costs")
+        specs = corpus.records[key].costs
         for name, view in views[key].items():
             if name not in costs:
                 continue

@@ -158,12 +158,7 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
     record_type = planned_type(corpus, record)
     if record is not None and not settings:
         return record
-    data: dict[str, Any] = dict(record.data) if record is not None else {}
-    data.pop("costs", None)  # the type's own are put back when it is read again; the record's own stay
-    if record is not None and isinstance(record.data.get("costs"), dict):
-        own = {k: v for k, v in record.data["costs"].items() if k not in record_type.costs}
-        if own:
-            data["costs"] = own
+    data: dict[str, Any] = dict(record.data) if record is not None else {}  # its own costs, never its type's
     inputs = dict(data.get("inputs") or {})
     for setting in settings:
         field, sep, text = setting.partition("=")
@@ -276,7 +271,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         if found is None:
             raise PlanError("; ".join(d.message for d in diagnostics) or "the workload could not be computed")
         values = found
-    specs = record.mapping("costs")
+    specs = record.costs
 
     def label(name: str) -> str:
         found = specs.get(name)

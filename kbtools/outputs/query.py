@@ -45,7 +45,7 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
     known = set(corpus.registry.envelope_fields) | {"links-to"}
     for record_type in corpus.registry.types.values():
         known |= set(record_type.plan.properties) | set(record_type.derive)
-    known |= {name for record in corpus.records.values() for name in record.mapping("costs")}
+    known |= {name for record in corpus.records.values() for name in record.costs}
     filters = []
     for text in texts:
         match = FILTER.match(text.strip())

@@ -119,11 +119,11 @@ class CalculatorExporter:
 
 def calculator_model(corpus: Corpus, key: str, shared: CalculatorExporter) -> dict[str, Any] | None:
     record = corpus.records[key]
-    written = record.data.get("costs")
+    written = record.costs
     computed = corpus.values(key).costs
     record_type = corpus.registry.types.get(record.type or "")
     supplied = record_type.costs if record_type else {}
-    if not isinstance(written, dict) or not computed:
+    if not written or not computed:
         return None
     # the costs kb computed; a cost the record's type supplies may not apply to it (a field it leaves out)
     costs = {name: spec for name, spec in written.items() if name in computed}

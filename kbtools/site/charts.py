@@ -285,7 +285,7 @@ class FigureCharts(Page):
             first = value.rows[0][1].quantity
             if first is None or not first.is_compatible_with(ureg.second):
                 continue
-            label = (record.data.get("costs", {}).get(name) or {}).get("label") or name
+            label = (record.costs.get(name) or {}).get("label") or name
             for row_key, row in value.rows:
                 target = self.corpus.records[row_key]
                 bars.append(

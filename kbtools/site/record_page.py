@@ -186,7 +186,7 @@ class RecordPage(Page):
     def costs_view(self, page: str, record: Record, computed: RecordValues) -> list[dict[str, Any]]:
         """One entry per cost; a for_each cost with `beside: other` becomes a column of other's table, a
         row it has no figure for shown as not given (a measured figure next to the nominal one)."""
-        specs = {n: s for n, s in record.mapping("costs").items() if isinstance(s, dict)}
+        specs = {n: s for n, s in record.costs.items() if isinstance(s, dict)}
         views: dict[str, dict[str, Any]] = {}
         for name, value in computed.costs.items():
             spec = specs.get(name, {})
@@ -246,7 +246,7 @@ def record_view(record: Record) -> dict[str, Any]:
 
 
 def _stated(record: Record, name: str) -> str | None:
-    spec = (record.data.get("costs") or {}).get(name)
+    spec = record.costs.get(name)
     if isinstance(spec, dict) and "stated" in spec:
         stated = spec["stated"]
         return str(stated.get("value") if isinstance(stated, dict) else stated)

@@ -142,7 +142,7 @@ class PageReuse:
 
     def calculator_inputs(self, key: str) -> set[str]:
         calculator = self.site.calculator
-        model = calculator.model(key) if isinstance(self.corpus.records[key].data.get("costs"), dict) else None
+        model = calculator.model(key) if self.corpus.records[key].costs else None
         return set(model["records"]) if model else set()
 
     def shows_the_same(self, key: str) -> bool:

@@ -42,7 +42,7 @@ SKIPPED = object()  # a for_each row left out: its record has no value for what 
 
 
 def cost_value(c: Evaluator, record: Record, name: str) -> Any:
-    spec = record.data["costs"][name]
+    spec = record.costs[name]
     where = ("costs", name, "formula")
     if not isinstance(spec, dict) or not isinstance(spec.get("formula"), str) or not isinstance(spec.get("unit"), str):
         return FAILED  # the schema reports the shape
@@ -140,7 +140,7 @@ def beside_ok(c: Evaluator, record: Record, name: str, spec: dict, list_name: st
     other = spec.get("beside")
     if other is None:
         return True
-    theirs = record.mapping("costs").get(other)
+    theirs = record.costs.get(other)
     each = theirs.get("for_each") if isinstance(theirs, dict) else None
     if other == name or not isinstance(each, dict) or list(each.values()) != [list_name]:
         c.report(
@@ -264,7 +264,7 @@ def cost_lookup(
     row_key: str | None,
     used: dict[str, Value],
 ):
-    inputs, costs = record.mapping("inputs"), record.mapping("costs")
+    inputs, costs = record.mapping("inputs"), record.costs
     derivations.parse_quantities(c, record)
 
     def lookup(parts: tuple[str, ...]) -> Any:

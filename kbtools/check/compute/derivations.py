@@ -439,7 +439,7 @@ def callee(c: Evaluator, record: Record, var: str, bindings: dict[str, Record], 
     if target is not None:
         return target
     raw = record.mapping("inputs").get(var, record.data.get(var))
-    if raw is not None or var in record.mapping("costs"):
+    if raw is not None or var in record.costs:
         kind = "a list" if isinstance(raw, list) else "a quantity"
         raise FormulaError(
             "KB501",

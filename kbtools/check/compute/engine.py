@@ -62,10 +62,11 @@ class Computer:
         return self.index.resolve(query)
 
     def peek(self, record: Record, key: str) -> Any:
-        """Another record's frontmatter field read as it is written (not as a value): tracked for the cache."""
+        """Another record's frontmatter field read as it is written (not as a value): tracked for the cache. Its
+        cost specs are its type's and its own (Record.costs): a type's stand beside the data, not in it."""
         if self.frames:
             self.frames[-1].add((record.key, RAW + key))
-        return record.data.get(key)
+        return record.costs if key == "costs" else record.data.get(key)
 
     def report(self, code: str, record: Record, path: FieldPath, message: str, line: int | None = None) -> None:
         at_line, col = record.position(path)
@@ -164,12 +165,10 @@ class Computer:
                             self, record, name, value, record_type.plan.properties[name].plausible
                         )
         costs = {}
-        cost_specs = record.data.get("costs")
-        if isinstance(cost_specs, dict):
-            for name in cost_specs:
-                value = self.cost_or_none(record, name)
-                if value is not None:
-                    costs[name] = value
+        for name in record.costs:
+            value = self.cost_or_none(record, name)
+            if value is not None:
+                costs[name] = value
         if record_type.ledger:  # a case of the prediction ledger: kb's prediction for the run, and its error
             costs.update(ledger.ledger_values(self, record, record_type.ledger))
         self.diagnostics.extend(check_prose(self, record, fields, costs))

@@ -56,6 +56,7 @@ def _default(value: Any) -> Any:
                 value.body_line,
                 value.type,
                 value.digest,
+                value.type_costs,
             ]
         }
     if isinstance(value, t["Reference"]):
@@ -71,7 +72,7 @@ def _default(value: Any) -> Any:
     raise TypeError(f"kb does not cache a {type(value).__name__}")
 
 
-_ARITY = {"$d": 8, "$r": 10, "$ref": 3, "$scan": 3}
+_ARITY = {"$d": 8, "$r": 11, "$ref": 3, "$scan": 3}
 
 
 def _hook(obj: dict) -> Any:
@@ -94,7 +95,7 @@ def _hook(obj: dict) -> Any:
             due=due,
         )
     if tag == "$r":
-        path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest = body
+        path, directory, stem, data, positions, value_positions, text, body_line, type_, file_digest, costs = body
         return t["Record"](
             path=path,
             dir=directory,
@@ -106,6 +107,7 @@ def _hook(obj: dict) -> Any:
             body_line=body_line,
             type=type_,
             digest=file_digest,
+            type_costs=costs,
         )
     if tag == "$ref":
         return t["Reference"](tuple(body[0]), body[1], tuple(body[2]))
