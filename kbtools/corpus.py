@@ -125,10 +125,11 @@ class Record:
         value = self.data.get("id")
         return value if isinstance(value, str) else self.stem
 
-    @property
+    @cached_property
     def costs(self) -> dict[str, Any]:
         """The cost specs kb computes for it: its type's and its own `costs:` block, its own winning by name. A
-        block that is no mapping gives none, not even the type's (the schema stage reports the shape)."""
+        block that is no mapping gives none, not even the type's (the schema stage reports the shape). Merged
+        once: compute asks for them at every cost it evaluates."""
         own = self.data.get("costs")
         if own is not None and not isinstance(own, dict):
             return {}

@@ -76,8 +76,9 @@ def test_the_verdicts_and_the_median_are_the_cases_own(book, records):
         other = cases[record["recompute"]]
         measured = base(case["measured_value"], case["unit"], "") / base(other["measured_value"], other["unit"], "")
         predicted = by_hand(stated, case) / by_hand(stated, other)
-        assert case["measured_verdict"] == ("hit faster" if measured < 1 else "hit slower")
-        assert case["predicted_verdict"] == ("hit faster" if predicted < 1 else "hit slower")
+        word = lambda ratio: "hit as fast" if abs(ratio - 1) < 0.01 else "hit faster" if ratio < 1 else "hit slower"  # noqa: E731
+        assert case["measured_verdict"] == word(measured)
+        assert case["predicted_verdict"] == word(predicted)
         judged += 1
         agree += case["measured_verdict"] == case["predicted_verdict"]
     assert (agree, judged) == (book["summary"]["verdicts_agree"], book["summary"]["verdicts_judged"]) and judged

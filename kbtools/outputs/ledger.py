@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kbtools.check.compute.ledger import ERROR, PREDICTED
-from kbtools.check.compute.values import Value
+from kbtools.check.compute.ledger import ERROR, PREDICTED, band_of
+from kbtools.check.compute.values import Value, ratio_word
 from kbtools.corpus import Corpus, Record
 from kbtools.lang.units import format_quantity
 from kbtools.outputs.cells import csv_text, terminal_text
 from kbtools.outputs.report import counted
-
-HIT_FIGURES = ("hit_ttft", "hit_time")
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class Case:
     measured: Value | None
     predicted: Value | None
     error: Value | None
-    band: tuple[float, float]
+    band: tuple[float, float] | None  # where its signed error is expected to stay; None: nowhere said
     publisher: str
     sources: tuple[str, ...]  # the run's (its measured value's)
     workload_sources: tuple[str, ...]  # the prediction's (its workload's)
@@ -47,7 +45,8 @@ class Case:
 
     @property
     def is_hit(self) -> bool:
-        return self.figure in HIT_FIGURES
+        """A hit reads its KV from a tier; a recompute names none."""
+        return self.tier is not None
 
     @property
     def signed(self) -> float | None:
@@ -56,13 +55,13 @@ class Case:
     @property
     def within_band(self) -> bool | None:
         signed = self.signed
-        return None if signed is None else self.band[0] <= signed <= self.band[1]
+        return None if signed is None or self.band is None else self.band[0] <= signed <= self.band[1]
 
     @property
     def verdicts_agree(self) -> bool | None:
         if self.measured_ratio is None or self.predicted_ratio is None:
             return None
-        return (self.measured_ratio < 1) == (self.predicted_ratio < 1)
+        return ratio_word(self.measured_ratio) == ratio_word(self.predicted_ratio)
 
 
 @dataclass(frozen=True)
@@ -104,12 +103,10 @@ def ledger(corpus: Corpus) -> Ledger:
     for case in cases.values():
         other = _recompute_of(corpus, case, cases)
         if other is not None:
-            case = Case(
-                **{
-                    **case.__dict__,
-                    "measured_ratio": _ratio(case.measured, other.measured),
-                    "predicted_ratio": _ratio(case.predicted, other.predicted),
-                }
+            case = replace(
+                case,
+                measured_ratio=_ratio(case.measured, other.measured),
+                predicted_ratio=_ratio(case.predicted, other.predicted),
             )
         paired.append(case)
     return Ledger(tuple(paired))
@@ -118,8 +115,6 @@ def ledger(corpus: Corpus) -> Ledger:
 def _case(corpus: Corpus, record: Record, block: dict[str, Any], spec: dict[str, Any]) -> Case:
     values = corpus.values(record.key)
     measured = values.fields.get(spec["measured"])
-    band = block.get("band", spec.get("band", 0.5))
-    low, high = (-float(band), float(band)) if isinstance(band, int | float) else (float(band[0]), float(band[1]))
     workload, _ = corpus.index.resolve(str(block.get("workload", "")))
     tier, _ = corpus.index.resolve(str(block["tier"])) if isinstance(block.get("tier"), str) else (None, [])
     sources = tuple(measured.sources) if measured is not None else tuple(record.data.get("sources") or ())
@@ -131,7 +126,7 @@ def _case(corpus: Corpus, record: Record, block: dict[str, Any], spec: dict[str,
         measured=measured,
         predicted=values.costs.get(PREDICTED),
         error=values.costs.get(ERROR),
-        band=(low, high),
+        band=band_of(block, spec),
         publisher=_publisher(corpus, sources),
         sources=sources,
         workload_sources=tuple(str(s) for s in (workload.data.get("sources") or ())) if workload is not None else (),
@@ -181,8 +176,9 @@ def _range(value: Value | None) -> tuple[float, float] | None:
     return float(spread[0].to("dimensionless").magnitude), float(spread[1].to("dimensionless").magnitude)
 
 
-def _verdict_word(ratio: float | None) -> str:
-    return "" if ratio is None else ("hit faster" if ratio < 1 else "hit slower")
+def verdict_word(ratio: float | None) -> str:
+    """A hit ÷ its recompute as kb words a verdict ('hit faster', 'hit as fast', 'hit slower'); '' without one."""
+    return "" if ratio is None else f"hit {ratio_word(ratio)}"
 
 
 def _in_measured_unit(case: Case) -> tuple[str, float | None, float | None]:
@@ -214,11 +210,11 @@ def rows(book: Ledger) -> list[dict[str, Any]]:
                 "error": case.signed,
                 "error_low": spread[0] if spread else case.signed,
                 "error_high": spread[1] if spread else case.signed,
-                "band_low": case.band[0],
-                "band_high": case.band[1],
+                "band_low": case.band[0] if case.band else None,
+                "band_high": case.band[1] if case.band else None,
                 "within_band": case.within_band,
-                "measured_verdict": _verdict_word(case.measured_ratio),
-                "predicted_verdict": _verdict_word(case.predicted_ratio),
+                "measured_verdict": verdict_word(case.measured_ratio),
+                "predicted_verdict": verdict_word(case.predicted_ratio),
                 "verdicts_agree": case.verdicts_agree,
                 "sources": list(case.sources),
                 "workload_sources": list(case.workload_sources),
@@ -267,7 +263,7 @@ def as_text(book: Ledger) -> str:
         verdict = ""
         if case.verdicts_agree is not None:
             verdict = (
-                f"  verdict {'agrees' if case.verdicts_agree else 'DISAGREES'} ({_verdict_word(case.measured_ratio)})"
+                f"  verdict {'agrees' if case.verdicts_agree else 'DISAGREES'} ({verdict_word(case.measured_ratio)})"
             )
         measured = format_quantity(case.measured.quantity) if case.measured else "?"
         predicted = format_quantity(case.predicted.quantity) if case.predicted else "?"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbtools.lang.units import unit_registry
-from kbtools.outputs.ledger import Case, ledger, summary
+from kbtools.outputs.ledger import Case, ledger, summary, verdict_word
 from kbtools.site.charts import Point, scatter_against
 from kbtools.site.context import Page
 
@@ -48,13 +48,13 @@ class LedgerPage(Page):
             "predicted_range": case.predicted.spread_shown() if case.predicted else None,
             "error": f"{case.signed:+.0%}" if case.signed is not None else "",
             "within_band": case.within_band,
-            "band": f"{case.band[0]:+.0%} to {case.band[1]:+.0%}",
+            "band": f"{case.band[0]:+.0%} to {case.band[1]:+.0%}" if case.band else "",
             "verdict": None
             if case.verdicts_agree is None
             else {
                 "agrees": case.verdicts_agree,
-                "measured": "hit faster" if (case.measured_ratio or 0) < 1 else "hit slower",
-                "predicted": "hit faster" if (case.predicted_ratio or 0) < 1 else "hit slower",
+                "measured": verdict_word(case.measured_ratio),
+                "predicted": verdict_word(case.predicted_ratio),
             },
             "sources": self._sources(case.sources),
             "workload_sources": self._sources(case.workload_sources),
@@ -66,10 +66,9 @@ class LedgerPage(Page):
         for case in cases:
             if case.measured is None or case.predicted is None:
                 continue
-            try:
-                measured, predicted = case.measured.quantity.to(ms), case.predicted.quantity.to(ms)
-            except Exception:  # noqa: BLE001 -- a case measured in another dimension is not a time: not plotted
-                continue
+            if not case.measured.quantity.is_compatible_with(ms):
+                continue  # a case measured in another dimension is not a time: not on this plot
+            measured, predicted = case.measured.quantity.to(ms), case.predicted.quantity.to(ms)
             link = self._link(case.key)
             points.append(
                 Point(

@@ -295,8 +295,12 @@ def cost_lookup(
                 value = c.stated_value(record, ("inputs", name), name, written, None)
             elif name in costs:
                 value = c.cost(record, name)
-            else:  # a field, or a figure the record's type gives beside its costs (a ledger case's)
-                value = c.field_or_cost(record, name) if record.type in c.types else None
+            else:
+                value = c.field(record, name) if record.type in c.types else None
+                if (
+                    value is None and record.type in c.types
+                ):  # a figure its type gives beside its costs (a ledger case's)
+                    value = c.field_or_cost(record, name)
                 if value is None:
                     raise MissingName(name, f"'{name}' is not an input, a cost or a field of {record.key}")
         if value.rows is not None:

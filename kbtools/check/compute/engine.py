@@ -253,7 +253,7 @@ class Computer:
         if isinstance(costs, dict) and name in costs:
             return self.cost(record, name)
         if name in ledger.NAMES and record.type in self.types and self.types[record.type].ledger:
-            return ledger.ledger_values(self, record, self.types[record.type].ledger).get(name)
+            return ledger.ledger_values(self, record, self.types[record.type].ledger, report=False).get(name)
         if record.type in self.types:
             return self.field(record, name)
         return None

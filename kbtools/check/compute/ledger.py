@@ -35,8 +35,9 @@ NAMES = (PREDICTED, ERROR)  # the costs a case has beside its own, which prose a
 CODE = "KB621"
 
 
-def ledger_values(c: Evaluator, record: Record, spec: dict[str, Any]) -> dict[str, Value]:
-    """The case's prediction and its signed error ({} for a record that is no case, or that kb cannot predict)."""
+def ledger_values(c: Evaluator, record: Record, spec: dict[str, Any], report: bool = True) -> dict[str, Value]:
+    """The case's prediction and its signed error ({} for a record that is no case, or that kb cannot predict).
+    The record's own evaluation reports KB621 (`report`); another record quoting its figures only reads them."""
     case = record.data.get(spec.get("case", ""))
     measured_name = spec.get("measured", "")
     if not isinstance(case, dict) or not isinstance(measured_name, str):
@@ -58,6 +59,8 @@ def ledger_values(c: Evaluator, record: Record, spec: dict[str, Any]) -> dict[st
             c, record, ERROR, f"(({formula_text}) - {measured_name}) / {measured_name}", bindings, row, where, "1"
         )
     except _Unpredicted as missing:
+        if not report:
+            return {}
         c.report(
             CODE,
             record,
@@ -67,8 +70,20 @@ def ledger_values(c: Evaluator, record: Record, spec: dict[str, Any]) -> dict[st
             + f", of {workload.key}, {missing}",
         )
         return {}
-    _judge_band(c, record, case, spec, where, predicted, measured, error, workload, tier)
+    if report:
+        _judge_band(c, record, case, spec, where, predicted, measured, error, workload, tier)
     return {PREDICTED: predicted, ERROR: error}
+
+
+def band_of(case: dict[str, Any], spec: dict[str, Any]) -> tuple[float, float] | None:
+    """Where a case's signed error is expected to stay, (low, high): its own band (±x, or [low, high]), else its
+    type's x-kb-ledger band; None when neither gives one."""
+    band = case.get("band", spec.get("band"))
+    if isinstance(band, bool) or band is None:
+        return None
+    if isinstance(band, int | float):
+        return -float(band), float(band)
+    return float(band[0]), float(band[1])
 
 
 class _Unpredicted(Exception):
@@ -121,10 +136,10 @@ def _judge_band(
     workload: Record,
     tier: Record | None,
 ) -> None:
-    band = case.get("band", spec.get("band"))
-    if isinstance(band, bool) or band is None:
+    band = band_of(case, spec)
+    if band is None:
         return
-    low, high = (-float(band), float(band)) if isinstance(band, int | float) else (float(band[0]), float(band[1]))
+    low, high = band
     signed = float(error.quantity.to("dimensionless").magnitude)
     if low <= signed <= high:
         return

@@ -170,7 +170,8 @@ RANGE = "range"  # {{ x | range }}: 'low to high' over the conditions x rests on
 _WORDS = ("faster", "as fast", "slower")
 
 
-def _verdict_word(ratio: float) -> str:
+def ratio_word(ratio: float) -> str:
+    """A ratio of two times as kb words it: within 1 % of 1 is as fast."""
     return "as fast" if abs(ratio - 1) < 0.01 else "faster" if ratio < 1 else "slower"
 
 
@@ -193,21 +194,21 @@ def verdict(value: Value) -> str:
             "'| verdict' quotes a plain number such as time_a / time_b",
         )
     ratio = _ratio(value.quantity)
-    word = _verdict_word(ratio)
+    word = ratio_word(ratio)
     spread = value.spread
     if spread is None or spread[0] == spread[1]:
         return f"{word} ({_times(ratio)} the time)"
     low, high = (_ratio(q) for q in spread)
     span = f"{_times(low)} to {_times(high)}"
-    cases = [(scenario, _verdict_word(_ratio(figure))) for scenario, figure in value.variants]
+    cases = [(scenario, ratio_word(_ratio(figure))) for scenario, figure in value.variants]
     words = {w for _, w in cases} | {word}
-    if len(words) == 1 and {_verdict_word(low), _verdict_word(high)} == {word}:
+    if len(words) == 1 and {ratio_word(low), ratio_word(high)} == {word}:
         return f"{word} ({_times(ratio)} the time; {span} over the conditions it rests on)"
     if len(words) == 1:  # only the enclosure of combinations too many to enumerate reaches the other word
         return (
             f"{word} at every choice taken alone ({_times(ratio)} the time), but {span} over the combinations of "
             f"the {len(value.conditions())} conditions it rests on, which reaches "
-            + " and ".join(w for w in _WORDS if w in {_verdict_word(low), _verdict_word(high)} - {word})
+            + " and ".join(w for w in _WORDS if w in {ratio_word(low), ratio_word(high)} - {word})
         )
     deciding = _deciding(cases)
     groups: dict[str, dict[str, None]] = {}
