@@ -114,3 +114,30 @@ def test_the_pages_open_in_a_browser_are_rendered_first_and_the_rest_by_the_whol
     finally:
         live.close()
     assert " Renamed" in neighbour.read_text()
+
+
+def test_a_refresh_whose_store_fails_part_way_is_a_whole_run_that_keeps_every_value(tmp_path):
+    """A scoped refresh that finds a stored row it cannot read starts over as a whole run. That run is still the
+    complete one kb serve asked for: every record's values, as a cold run computes them."""
+    import sqlite3
+
+    from conftest import kb_store
+
+    root = tmp_path / "kb"
+    generate(root, 40, seed=9, defects=0.0)
+    add_chain(root)
+    live = LiveCorpus(Settings(root=root))
+    live.refresh()
+    live.close()
+    path = sorted((root / "records" / "accelerators").glob("*.md"))[0]
+    path.write_text(re.sub(r"(?m)^name: (.*)$", r"name: \1 Renamed", path.read_text(), count=1))
+    database = sqlite3.connect(kb_store(root))
+    database.execute("UPDATE ids SET digest = 'forged'")  # a stored record the scoped run reads fails to match
+    database.commit()
+    database.close()
+    corpus = live.refresh()
+    live.close()
+    assert not live.last_was_scoped
+    cold = check_corpus(Settings(root=root), use_cache=False)
+    assert findings(corpus) == findings(cold)
+    assert set(corpus.computed) == set(cold.computed) and len(corpus.computed) > 1

@@ -35,10 +35,11 @@ def recompute_costs(corpus: Corpus, run: Run | None = None) -> Corpus:
     of the rest; a run that needs them all (a build) reads theirs from the store (compute.stored)."""
     computer = Computer(corpus)
     cache = run.store if run is not None else None
-    complete = run is None or run.complete
+    # a scoped run holds only the values it computed again, however complete its run asked to be: kb serve's
+    # live corpus puts them in place of the old ones (kbtools.check.run.live)
+    complete = run is None or (run.complete and run.scope is None)
     scoped = run is not None and run.scope is not None
-    # a scoped run that needs values (kb serve's) computes the whole of its scope: what it holds is that scope
-    reuse = run is not None and cache is not None and (not complete or not scoped)
+    reuse = run is not None and cache is not None  # with a store, what still holds is not computed again
     only = dirty_records(corpus, run, computer) if run is not None and reuse else None
     computed = computer.run(only)
     frontier = set(only or ())

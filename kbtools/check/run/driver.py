@@ -149,7 +149,7 @@ class CheckRun:
         if scoped is None:
             return None
         corpus, scope = scoped
-        self.scope, self.complete = scope, False
+        self.scope = scope
         judged_paths = {corpus.records[k].path for k in scope.keys} | set(scope.changed_paths)
         loaded = [d for d in corpus.diagnostics if d.path in scope.changed_paths]
         corpus, found = self._stages(corpus)
