@@ -272,7 +272,7 @@ CODES: dict[str, Code] = {
     "KB501": Code(
         E,
         "A formula is not valid in the formula language (syntax, or a construct that is not allowed).",
-        "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, floor, max, min, param, sqrt, or a function a record's type declares)",
+        "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, exp, floor, ln, max, min, param, sqrt, or a function a record's type declares)",
     ),
     "KB502": Code(
         E,
@@ -301,8 +301,9 @@ CODES: dict[str, Code] = {
     ),
     "KB507": Code(
         E,
-        "A formula's numbers or exponent are out of bounds, or a value it computes is: infinite, not a number, "
-        "beyond 1e300 (in its own unit, in base units or in the unit asked for) or in a unit raised past the 64th power.",
+        "A formula's numbers or exponent are out of bounds, or a value it computes is: infinite, not a number "
+        "(ln of 0 or less), beyond 1e300 (in its own unit, in base units or in the unit asked for; exp past about "
+        "690) or in a unit raised past the 64th power.",
         "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64",
     ),
     "KB508": Code(
@@ -382,7 +383,7 @@ CODES: dict[str, Code] = {
         "for its workload against the measured value, is outside the band the case records (or the type's "
         "x-kb-ledger band): a formula or a record changed what kb predicts for a published run.",
         "records/measurements/x.md:20:3: warning KB621 kb predicts 20.8 ms for this run (workloads/w, hit_ttft "
-        "from storage-tiers/t), measured 61.5 ms: an error of -66 %, outside the case's band of ±50 % "
+        "from storage-tiers/t), measured 61.5 ms: off by -66 %, outside the case's band of ±50 % "
         "(sources: the run's pegaflow-readme; the prediction's workload w)",
     ),
     # internal

@@ -3,8 +3,8 @@
 Allowed: numbers; quantity literals in quotes ('1 token', '8 B'); names (fields,
 inputs, costs, loop variables); one level of attribute (`model.kv_bytes_per_token`);
 + - * / and ** with a literal exponent of at most 64; the functions min, max,
-ceil, floor, abs, sqrt, param(record, 'hardware-parameter-id') and default(name, fallback)
-(the fallback when the name has no value); and a function its record's type declares in
+ceil, floor, abs, sqrt, ln and exp (of a plain number: ln's above 0), param(record, 'hardware-parameter-id') and
+default(name, fallback) (the fallback when the name has no value); and a function its record's type declares in
 its schema (`x-kb-functions`), called on the record: `model.kv_bytes(prefix_tokens)`. Everything else
 (other calls, subscripts, comprehensions, lambdas, dunders, keywords, f-strings,
 walrus...) is rejected before anything is evaluated (KB501); so is a call on anything but a record, a
@@ -32,14 +32,14 @@ import pint
 
 from kbtools.diagnostics import KbError
 from kbtools.lang.arithmetic import ByUnits, combine, converted
-from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, parse_quantity_text, unit_registry
+from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, format_quantity, parse_quantity_text, unit_registry
 
 MAX_LENGTH = 2000
 MAX_NODES = 400
 MAX_DEPTH = 40  # evaluation and display recurse once per level: a deeper formula is refused, never a RecursionError
 MAX_EXPONENT = 64
 MAX_RESULT = 1e300  # the largest magnitude a computed value may have, in its own units and in base units
-FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "param", "default"}
+FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "ln", "exp", "param", "default"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
@@ -339,17 +339,57 @@ class Algebra:
         except pint.DimensionalityError as exc:
             raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
 
-    def function(self, name: str, value: Any) -> Any:
-        """abs, sqrt, ceil or floor of one value."""
+    def function(self, name: str, value: Any, argument: ast.expr | None = None) -> Any:
+        """abs, sqrt, ceil, floor, ln or exp of one value; `argument` is the formula's text of it."""
         if name == "abs":
             return abs(value)
         if name == "sqrt":
             return self.power(value, 0.5)
+        number = plain_number(name, value)
         ureg = unit_registry()
-        if not value.dimensionless:
-            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
-        number = value.to(ureg.dimensionless).magnitude
+        if name in ("ln", "exp"):
+            return ln_or_exp(name, number, argument_text(argument), lambda: format_quantity(value))
         return ureg.Quantity(math.ceil(number) if name == "ceil" else math.floor(number), ureg.dimensionless)
+
+
+def plain_number(name: str, value: pint.Quantity) -> float:
+    """The value as a plain number (50 percent is 0.5, GB/MB a thousand), for a function that takes only one
+    (ceil, floor, ln, exp); a quantity with a dimension is KB503."""
+    if not value.dimensionless:
+        raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
+    return float(value.to(unit_registry().dimensionless).magnitude)
+
+
+def ln_or_exp(name: str, number: float, argument: str | None, shown: Callable[[], str]) -> pint.Quantity:
+    """ln or exp of a plain number, a plain number. ln of 0 or less has no (real, finite) value and exp past
+    about 690 is beyond MAX_RESULT: both KB507, as any other value that is infinite, not a number or too large
+    is. A message names the argument as written (None for a literal) and `shown()`, the value it has."""
+    ureg = unit_registry()
+    if name == "ln":
+        if not number > 0:
+            raise FormulaError(
+                "KB507",
+                "ln() needs a number above 0" + (f": {argument} is {shown()}" if argument else f", not {shown()}"),
+            )
+        return ureg.Quantity(math.log(number), ureg.dimensionless)
+    try:
+        result = math.exp(number)
+    except OverflowError:
+        result = math.inf
+    if result > MAX_RESULT:
+        raise FormulaError(
+            "KB507",
+            f"exp() of {argument or shown()} is too large (at most {MAX_RESULT:g})"
+            + (f": {argument} is {shown()}" if argument else ""),
+        )
+    return ureg.Quantity(result, ureg.dimensionless)
+
+
+def argument_text(argument: ast.expr | None) -> str | None:
+    """A function's argument as written, for a message; None for a number literal, which its value says."""
+    if argument is None or _literal_number(argument) is not None:
+        return None
+    return _source(argument)
 
 
 FIGURES = Algebra()
@@ -414,7 +454,7 @@ def walk(
             return algebra.extreme(name, values)
         if len(args) != 1:
             raise FormulaError("KB501", f"{name}() takes one argument")
-        return algebra.function(name, algebra.scalar(args[0], node.args[0]))
+        return algebra.function(name, algebra.scalar(args[0], node.args[0]), node.args[0])
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
 
 

@@ -24,7 +24,18 @@ from typing import Any
 
 import pint
 
-from kbtools.lang.formula import Algebra, Formula, FormulaError, _apply, _bounded, _bounded_in_base, walk
+from kbtools.lang.formula import (
+    Algebra,
+    Formula,
+    FormulaError,
+    _apply,
+    _bounded,
+    _bounded_in_base,
+    argument_text,
+    ln_or_exp,
+    plain_number,
+    walk,
+)
 from kbtools.lang.units import format_quantity, unit_registry
 
 
@@ -143,7 +154,7 @@ class Ranges(Algebra):
         except pint.DimensionalityError as exc:
             raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
 
-    def function(self, name: str, value: Interval) -> Interval:
+    def function(self, name: str, value: Interval, argument: ast.expr | None = None) -> Interval:
         if name == "abs":
             if value.low.magnitude >= 0:
                 return value
@@ -152,11 +163,12 @@ class Ranges(Algebra):
             return Interval(value.low * 0, max(-value.low, value.high))
         if name == "sqrt":
             return self.power(value, 0.5)
-        if not value.low.dimensionless:
-            raise FormulaError("KB503", f"{name}() needs a plain number, got {value.low.units:~P}")
+        low, high = (plain_number(name, q) for q in (value.low, value.high))
+        if name in ("ln", "exp"):  # both increase: the range's ends give the result's, low first
+            what = argument_text(argument)
+            return Interval(*(ln_or_exp(name, end, what, value.shown) for end in (low, high)))
         ureg = unit_registry()
         rounding = math.ceil if name == "ceil" else math.floor
-        low, high = (float(q.to(ureg.dimensionless).magnitude) for q in (value.low, value.high))
         return Interval(
             ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless)
         )

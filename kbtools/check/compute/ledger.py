@@ -151,7 +151,7 @@ def _judge_band(
         record,
         where + (("band",) if "band" in case else ()),
         f"kb predicts {format_quantity(predicted.quantity)} for this run ({workload.key}, {figure}), measured "
-        f"{format_quantity(measured.quantity)}: an error of {signed:+.0%}, outside the band of "
+        f"{format_quantity(measured.quantity)}: off by {signed:+.0%}, outside the band of "
         f"{_band_text(low, high)} (the run's sources: {sources}; the prediction's workload cites: {theirs})",
     )
 

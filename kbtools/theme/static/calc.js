@@ -41,6 +41,9 @@
       if (node.call === "abs") return { m: Math.abs(v.m), d: v.d };
       if (node.call === "sqrt") { const d = {}; for (const [k, x] of Object.entries(v.d)) d[k] = x / 2; return { m: Math.sqrt(v.m), d }; }
       Object.keys(v.d).length === 0 || fail(`${node.call}() needs a plain number`);
+      // ln and exp as kb bounds them: ln of 0 or less, and exp past 1e300, have no figure (KB507)
+      if (node.call === "ln") { v.m > 0 || fail("ln() needs a number above 0"); return { m: Math.log(v.m), d: {} }; }
+      if (node.call === "exp") { const m = Math.exp(v.m); m <= 1e300 || fail("exp() is too large (at most 1e+300)"); return { m, d: {} }; }
       return { m: node.call === "ceil" ? Math.ceil(v.m) : Math.floor(v.m), d: {} };
     }
     const l = evaluate(node.l, scope), r = evaluate(node.r, scope);
