@@ -28,6 +28,25 @@ def figure_reader(records: dict):
     return figure
 
 
+def _fitted(records: dict, key: str, field: str) -> float:
+    """The value of the fit a record links in `field`, as a fraction, else 1 (no fit: the nominal figure)."""
+    fit = records[key]["data"].get(field)
+    if not fit:
+        return 1.0
+    value = records[fit if "/" in fit else f"fits/{fit}"]["values"]["value"]
+    return value["value"] * {"1": 1.0, "percent": 0.01}[value["unit"]]
+
+
+def attainable_read(records: dict, tier_key: str) -> float:
+    """The share of its path's rate a hit from the tier attains: its fit's, else 1."""
+    return _fitted(records, tier_key, "read_fit")
+
+
+def attainable_prefill(records: dict, accelerator_key: str) -> float:
+    """The share of its dense peak a prefill attains on the accelerator: its fit's, else 1."""
+    return _fitted(records, accelerator_key, "prefill_fit")
+
+
 def plan(*settings):
     done = run_kb("--root", str(REPO), "plan", *settings, "--format", "json")
     assert done.returncode == 0, done.stderr

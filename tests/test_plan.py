@@ -8,7 +8,7 @@ import json
 
 import pytest
 from conftest import REPO, run_kb
-from plan_support import close, exported_records, figure_reader, plan, tier
+from plan_support import attainable_prefill, close, exported_records, figure_reader, plan, tier
 
 H100_NODE = [
     "model=llama-3-1-70b",
@@ -33,6 +33,7 @@ WORKLOADS = {
         "engine=lmcache,sglang",
         "prefix_tokens=32000",
         "hit_rate=1",
+        "prefill_efficiency=1",
         "tiers=nvme-gds-local",
     ],
     "bands": [
@@ -56,10 +57,21 @@ MOONCAKE = "workloads/mooncake-fast25-llama3-70b-8k-a800"  # the published one, 
 
 
 @pytest.fixture(scope="module")
-def stated(tmp_path_factory):
+def exported(tmp_path_factory):
+    return exported_records(tmp_path_factory.mktemp("export"))
+
+
+@pytest.fixture(scope="module")
+def stated(exported):
     """Every record's figures as kb reads them (in each field's canonical unit): the hand arithmetic
     starts from these, never from a figure kb plan computed."""
-    return figure_reader(exported_records(tmp_path_factory.mktemp("export")))
+    return figure_reader(exported)
+
+
+@pytest.fixture(scope="module")
+def h100_share(exported):
+    """The share of its dense peak a prefill attains on an H100, from the fit its record links."""
+    return attainable_prefill(exported, "accelerators/nvidia-h100-sxm")
 
 
 def kv_and_flops(stated, model, tokens):
@@ -86,14 +98,15 @@ def test_the_papers_own_workload_mooncake_fast25(stated):
     assert published == 6 and abs(found["figures"]["break_even_bandwidth"]["value"] - published) / published < 0.15
 
 
-def test_a_gqa_model_on_host_dram_with_a_price(stated):
+def test_a_gqa_model_on_host_dram_with_a_price(stated, h100_share):
     """Llama 3.1 70B on an H100 node, 90 % hits from host DRAM over each GPU's own PCIe link: every rank
     reads its own KV heads over its own link, so the read takes bytes ÷ (8 × link)."""
     found = plan(*WORKLOADS["gqa-host-dram-priced"])
     kv, pflop = kv_and_flops(stated, "models/llama-3-1-70b", 8192)
     link = stated("storage-tiers/host-dram-pcie5", "bandwidth")  # GB/s
     hit = kv / (8 * link)  # s
-    recompute = pflop * 1e15 / (8 * stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12)
+    peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12
+    recompute = pflop * 1e15 / (8 * peak * h100_share)  # at the share of the peak a prefill attains
     ttft = 0.9 * hit + 0.1 * recompute
     figures = tier(found, "storage-tiers/host-dram-pcie5")
     assert close(figures["hit_time"]["value"], hit * 1e3)
@@ -108,7 +121,7 @@ def test_a_gqa_model_on_host_dram_with_a_price(stated):
 def test_an_mla_model_under_two_engines_names_the_engine(stated):
     """DeepSeek-V3 replicates its latent on every rank: LMCache reads the prefix once and broadcasts it,
     SGLang HiCache has every rank read it. From drives read with GPUDirect Storage (one per GPU, striped and
-    shared by the node) the engine decides the verdict."""
+    shared by the node) the engine decides the verdict, for a recompute at the dense peak."""
     found = plan(*WORKLOADS["mla-two-engines"])
     model = "models/deepseek-v3"
     kv = stated(model, "kv_bytes_per_token") * 32000 / 1e9  # GB
@@ -141,11 +154,11 @@ def test_an_mla_model_under_two_engines_names_the_engine(stated):
     assert verdict.startswith("faster or slower") and "faster if engine is LMCache" in verdict, verdict
 
 
-def test_bands_give_the_range_at_their_corners(stated):
+def test_bands_give_the_range_at_their_corners(stated, h100_share):
     """A prefix of 4K to 32K and a hit rate of 80 % to 95 %: the TTFT's low end is the short prefix at the
     high hit rate, its high end the long prefix at the low one."""
     found = plan(*WORKLOADS["bands"])
-    peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12
+    peak = stated("accelerators/nvidia-h100-sxm", "peak_bf16_dense") * 1e12 * h100_share  # as a prefill attains it
     gen5 = "storage-tiers/local-nvme-gen5"
     drive = 8 * stated(gen5, "links_per_accelerator") * stated(gen5, "bandwidth")  # the node's drives, shared
 

@@ -27,13 +27,16 @@ NOT_CHECKED: dict[str, str] = {}
 # The figures the oracle computes: the node's, and each tier's.
 NODE_FIGURES = tuple(
     "kv_bytes working_set kv_copies read_once recompute_flops_linear recompute_flops_attention recompute_flops"
-    " linear_peak recompute_time break_even_bandwidth break_even_rate uncached_time recompute_ttft"
+    " linear_peak recompute_time break_even_bandwidth break_even_rate uncached_time request_overhead recompute_ttft"
+    " loaded_recompute_ttft"
     " decode_usd_per_mtoken"
     " decode_joules_per_token".split()
 )
 TIER_FIGURES = tuple(
     "readers node_bytes reader_bytes broadcast_time tier_share_rate host_link_rate node_host_rate node_nic_rate"
     " reader_rate hit_time hit_over_recompute ttft hit_ttft_serial hit_ttft_overlapped tier_load"
+    " mean_ttft saturation_rate prefill_utilisation wait_scale queue_wait loaded_ttft hit_slower faster_share"
+    " ttft_p50 ttft_p90 ttft_p99"
     " prefill_joules_per_token prefill_usd_per_mtoken tier_kv_capacity stored_working_set tier_fill".split()
 )
 
@@ -44,6 +47,7 @@ REL = 1e-6  # the oracle and kb do the same arithmetic in a different order: onl
 # does not know rather than guess a factor.
 SCALE = {
     "1": 1.0,
+    "percent": 0.01,
     "token": 1.0,
     "B": 1.0,
     "MB": 1e6,
@@ -236,16 +240,26 @@ def hand_plan(s: Stated, key: str) -> dict:
     acc, engine, system = ref("accelerators", "accelerator"), ref("engines", "engine"), ref("systems", "system")
     gpus, n = s.q(key, "gpus"), s.q(key, "prefix_tokens")
     uncached, hit_rate, request_rate = s.q(key, "uncached_tokens"), s.q(key, "hit_rate"), s.q(key, "request_rate")
-    distinct, efficiency = s.q(key, "distinct_prefixes", 1.0), s.q(key, "prefill_efficiency", 1.0)
+    distinct = s.q(key, "distinct_prefixes", 1.0)
 
     def engine_flag(field, default):
         return default if engine is None else s.q(engine, field, default)
+
+    def fitted(key_of_linking, field, default):
+        """The value of the fit a record links in `field` (an engine's fixed time, an accelerator's share of peak,
+        a tier's share of its path rate), else `default`: a fit applies to every workload that reaches it."""
+        fit = s.data(key_of_linking, field) if key_of_linking else None
+        return default if not fit else s.q(fit if "/" in fit else f"fits/{fit}", "value")
 
     mla = model.attention == "mla"
     bf16 = s.q(acc, "peak_bf16_dense")
     fp8 = s.q(acc, "peak_fp8_dense")
     host_link = s.q(f"interconnects/{s.data(acc, 'host_link')}", "bandwidth_per_direction")
     scale_up = s.q(f"interconnects/{s.data(acc, 'scale_up_link')}", "bandwidth_per_direction")
+
+    # a prefill runs at the workload's own share of peak, else the share fitted for its accelerator, else peak
+    efficiency = s.q(key, "prefill_efficiency", fitted(acc, "prefill_fit", 1.0))
+    overhead = fitted(engine, "request_overhead_fit", 0.0)  # the engine's fixed time, on every request's TTFT
 
     node = {}
     node["kv_bytes"] = kv = model.kv_bytes(n)
@@ -257,9 +271,11 @@ def hand_plan(s: Stated, key: str) -> dict:
     node["recompute_flops_linear"] = linear = 2 * model.params_active * n  # a multiply-add per active weight
     node["recompute_flops_attention"] = attention = model.attention_flops(n)
     node["recompute_flops"] = linear + attention
-    # linear layers run at the precision the weights ship in: FP8 where they are FP8 and the part has an FP8
-    # peak; everything else, and all attention, at dense BF16
-    node["linear_peak"] = peak = fp8 if (model.weight_dtype == "fp8" and fp8 is not None) else bf16
+    # linear layers run at the precision the served checkpoint runs them at (the workload's word, else the
+    # weights' dtype): FP8 where that is FP8 and the part has an FP8 peak; everything else, and all attention,
+    # at dense BF16
+    served_fp8 = s.q(key, "linear_at_fp8", 1.0 if model.weight_dtype == "fp8" else 0.0)
+    node["linear_peak"] = peak = fp8 if (served_fp8 and fp8 is not None) else bf16
     node["recompute_time"] = recompute = (linear / peak + attention / bf16) / (gpus * efficiency)
     # the node's read rate from an offload tier at which a hit's read takes as long as the recompute
     offload_bytes = kv if read_once else kv * copies
@@ -270,7 +286,12 @@ def hand_plan(s: Stated, key: str) -> dict:
         extra_attention = model.attention_flops(n + uncached) - model.attention_flops(n)
         compute = (2 * model.params_active * uncached / peak + extra_attention / bf16) / (gpus * efficiency)
     node["uncached_time"] = compute
-    node["recompute_ttft"] = recompute + compute if compute is not None else None  # a miss: prefix, then the rest
+    node["request_overhead"] = overhead
+    # a miss: the engine's fixed time, the prefix, then the rest
+    node["recompute_ttft"] = miss = overhead + recompute + compute if compute is not None else None
+    if miss is not None and request_rate is not None:  # every request a miss, Poisson arrivals: M/D/1's mean wait
+        busy = request_rate * miss
+        node["loaded_recompute_ttft"] = miss + request_rate * miss**2 / (2 * max(1 - busy, 0.001))
     price = ref("prices", "price")
     throughput = ref("measurements", "throughput")
     per_hour = s.q(price, "per_accelerator_hour") if price else None
@@ -332,18 +353,43 @@ def hand_plan(s: Stated, key: str) -> dict:
         if fabric and node_ports is not None:
             f["node_nic_rate"] = ports = node_ports / readers
         stages[t] = {"tier_share_rate": share, "host_link_rate": host, "node_host_rate": paths, "node_nic_rate": ports}
-        f["reader_rate"] = rate = min(stages[t].values())
+        # the slowest stage, at the share of it a hit attains where the tier links a fit of that share
+        f["reader_rate"] = rate = min(stages[t].values()) * fitted(t, "read_fit", 1.0)
         latency = s.q(t, "first_byte_latency", 0.0)
         f["hit_time"] = hit = latency + f["reader_bytes"] / rate + f["broadcast_time"]
         f["hit_over_recompute"] = hit / recompute
         f["ttft"] = ttft = hit_rate * hit + (1 - hit_rate) * recompute
         if compute is not None:
-            f["hit_ttft_serial"] = hit + compute
+            f["hit_ttft_serial"] = overhead + hit + compute
             # a layer-by-layer load overlaps the forward pass: the longer of the two, plus one layer of the other
-            overlapped = max(hit, compute) + min(hit, compute) / model.layers
-            f["hit_ttft_overlapped"] = overlapped if engine_flag("overlaps_load_with_compute", 0) else hit + compute
+            overlapped = overhead + max(hit, compute) + min(hit, compute) / model.layers
+            f["hit_ttft_overlapped"] = (
+                overlapped if engine_flag("overlaps_load_with_compute", 0) else overhead + hit + compute
+            )
         if request_rate is not None:  # bytes a second the hits read, over the links the readers read them on
             f["tier_load"] = request_rate * hit_rate * node_bytes / (readers * share)
+        if compute is not None:
+            # the queue in front of the node: each request holds it for its own TTFT, a hit's or a miss's
+            hit_ttft, miss_ttft = f["hit_ttft_overlapped"], node["recompute_ttft"]
+            f["mean_ttft"] = mean = hit_rate * hit_ttft + (1 - hit_rate) * miss_ttft
+            f["saturation_rate"] = 1 / mean
+            # the request's own TTFT at a percentile: the faster of the two for the faster share, the slower after
+            f["hit_slower"] = 1.0 if hit_ttft > miss_ttft else 0.0
+            f["faster_share"] = faster_share = (1 - hit_rate) if hit_ttft > miss_ttft else hit_rate
+
+            fast, slow = min(hit_ttft, miss_ttft), max(hit_ttft, miss_ttft)
+
+            if request_rate is not None:
+                f["prefill_utilisation"] = busy = request_rate * mean
+                # M/G/1: Pollaczek-Khinchine's mean wait, E[S²] / (2 E[S] (1 - ρ)) for a request that waits;
+                # past saturation the wait is taken at 99.9 % load
+                second = hit_rate * hit_ttft**2 + (1 - hit_rate) * miss_ttft**2
+                f["wait_scale"] = scale = second / (2 * mean * max(1 - busy, 0.001))
+                f["queue_wait"] = busy * scale
+                f["loaded_ttft"] = mean + busy * scale
+                for p in (50, 90, 99):  # P(wait > t) = ρ exp(-t / scale), set to 1 - p
+                    wait = scale * math.log(max(busy, 1e-9) / (1 - p / 100)) if busy > 0 else 0.0
+                    f[f"ttft_p{p}"] = (fast if p / 100 <= faster_share else slow) + max(0.0, wait)
         f["prefill_joules_per_token"] = s.q(acc, "tdp") * gpus * ttft / n
         if per_hour is not None:
             f["prefill_usd_per_mtoken"] = per_hour * gpus * ttft / n
@@ -359,7 +405,7 @@ def hand_plan(s: Stated, key: str) -> dict:
         f["stored_working_set"] = node["working_set"] * (1.0 if (mla and not hbm) else copies)
         if "tier_kv_capacity" in f:
             f["tier_fill"] = f["stored_working_set"] / f["tier_kv_capacity"]
-        broken[t] = [limit for limit in ("tier_fill", "tier_load") if f.get(limit, 0.0) > 1]
+        broken[t] = [limit for limit in ("tier_fill", "tier_load", "prefill_utilisation") if f.get(limit, 0.0) > 1]
     return {"node": node, "tiers": tiers, "stages": stages, "broken": broken, "engine": engine}
 
 

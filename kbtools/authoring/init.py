@@ -262,21 +262,34 @@ def _drafts(schemas: Path, today: dt.date) -> dict[str, str]:
     examples[source_type] = EXAMPLE_SOURCE
     out: dict[str, str] = {}
     for name, record_type in sorted(registry.types.items()):
-        if record_type.costs:
-            # a type whose costs its schema supplies (a workload) is a calculation over records of the other
-            # types; the examples have none of the figures it reads, so a draft of it would be all errors
+        if record_type.planning or _needs_several_records(record_type.schema):
+            # a type kb plan plans with (a workload) is a calculation over records of the other types, and a
+            # type that must name several records of one type (a fit, its cases) cannot be drafted from one
+            # example of each: either draft would be all errors
             continue
         record_id = examples[name]
         label = f"Example {record_type.title.lower()}"
         if name == source_type:
             links = ", ".join(
-                f"[[{t.dir}/{examples[n]}]]" for n, t in sorted(registry.types.items()) if n != name and not t.costs
+                f"[[{t.dir}/{examples[n]}]]"
+                for n, t in sorted(registry.types.items())
+                if n != name and not t.planning and not _needs_several_records(t.schema)
             )
             text = _source_draft(record_type.name, record_id, today, links)
         else:
             text = skeleton(record_type, record_id, label, [EXAMPLE_SOURCE], today=today, examples=examples)
         out[f"records/{record_type.dir}/{record_id}.md"] = text
     return out
+
+
+def _needs_several_records(schema: dict) -> bool:
+    """The schema requires a list of at least two references (x-kb-ref items, minItems above 1)."""
+    properties = schema.get("properties") or {}
+    for name in schema.get("required") or ():
+        field = properties.get(name) or {}
+        if field.get("type") == "array" and "x-kb-ref" in (field.get("items") or {}) and field.get("minItems", 0) > 1:
+            return True
+    return False
 
 
 def _source_draft(type_name: str, record_id: str, today: dt.date, links: str) -> str:

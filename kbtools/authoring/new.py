@@ -59,9 +59,15 @@ def _placeholder(
     if kind == "array":
         items = schema.get("items")
         if isinstance(items, dict) and isinstance(items.get("x-kb-ref"), str) and schema.get("minItems"):
-            # a list of references that may not be empty: the one reference kb new cannot guess, left TODO
+            # a list of references that may not be empty: the one reference kb new cannot guess, left TODO, and
+            # as many more, each its own TODO, as the list must hold
             first, _, value = _placeholder(name, items, resolver, today, examples)
-            return f"[{first}]", f"  # ids of {items['x-kb-ref']} records: {FILL_IN}", [value]
+            more = [f"TODO-{n}" for n in range(2, int(schema["minItems"]) + 1)]
+            return (
+                f"[{', '.join([first, *more])}]",
+                f"  # ids of {items['x-kb-ref']} records: {FILL_IN}",
+                [value, *more],
+            )
         return "[]", f"  # {FILL_IN}", []
     if kind in ("integer", "number"):
         return str(schema.get("minimum", 1)), f"  # {FILL_IN}", schema.get("minimum", 1)
