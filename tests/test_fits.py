@@ -151,10 +151,11 @@ def test_a_fit_over_one_case_is_refused_at_its_line(tmp_path, monkeypatch):
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
     path = root / "records" / f"{READ}.md"
-    lines = path.read_text().splitlines(keepends=True)
-    start = next(n for n, line in enumerate(lines) if line.startswith("cases:"))
-    end = next(n for n in range(start + 1, len(lines)) if not lines[n].startswith("  - "))
-    path.write_text("".join(lines[: start + 2] + lines[end:]))
+    text = path.read_text()
+    found = re.search(r"^cases: \[([^,\]]+),[^\]]*\]$", text, flags=re.M)
+    assert found, "the fit lists its cases on one line, as kb fmt writes them"
+    path.write_text(text[: found.start()] + f"cases: [{found[1]}]" + text[found.end() :])
+    line = text[: found.start()].count("\n") + 1
     done = run_kb("--root", str(root), "check")
     assert done.returncode == 1, done.stdout
-    assert f"records/{READ}.md:{start + 1}:1: error " in done.stdout, done.stdout
+    assert f"records/{READ}.md:{line}:1: error KB200 cases: " in done.stdout, done.stdout

@@ -37,7 +37,8 @@ TIER_FIGURES = tuple(
     " reader_rate hit_time hit_over_recompute ttft hit_ttft_serial hit_ttft_overlapped tier_load"
     " mean_ttft saturation_rate prefill_utilisation wait_scale queue_wait loaded_ttft hit_slower faster_share"
     " ttft_p50 ttft_p90 ttft_p99"
-    " prefill_joules_per_token prefill_usd_per_mtoken tier_kv_capacity stored_working_set tier_fill".split()
+    " prefill_joules_per_token prefill_usd_per_mtoken tier_kv_capacity stored_working_set tier_fill"
+    " stored_prefix residency_usd_per_hour hit_saving keep_ttl fill_load".split()
 )
 
 REL = 1e-6  # the oracle and kb do the same arithmetic in a different order: only rounding may differ
@@ -77,6 +78,9 @@ SCALE = {
     "token/s": 1.0,
     "USD/h": 1 / 3600,
     "USD/Mtoken": 1e-6,
+    "USD": 1.0,
+    "USD/GB/h": 1e-9 / 3600,
+    "h": 3600.0,
 }
 
 # Bytes a weight takes by the dtype its checkpoint ships in.
@@ -405,7 +409,23 @@ def hand_plan(s: Stated, key: str) -> dict:
         f["stored_working_set"] = node["working_set"] * (1.0 if (mla and not hbm) else copies)
         if "tier_kv_capacity" in f:
             f["tier_fill"] = f["stored_working_set"] / f["tier_kv_capacity"]
-        broken[t] = [limit for limit in ("tier_fill", "tier_load", "prefill_utilisation") if f.get(limit, 0.0) > 1]
+        # keeping the working set in the tier, at the price of holding a GB in its medium for an hour
+        f["stored_prefix"] = prefix_bytes = f["stored_working_set"] / distinct
+        holding = s.data(t, "holding_price")
+        per_byte_second = s.q(f"prices/{holding}", "per_gb_hour") if holding else None
+        if per_byte_second is not None:
+            f["residency_usd_per_hour"] = f["stored_working_set"] * per_byte_second
+        if per_hour is not None and "hit_ttft_overlapped" in f:
+            # the node's time a hit saves, and how long a prefix may wait for its next hit before keeping it
+            # costs more than that
+            f["hit_saving"] = saving = (node["recompute_ttft"] - f["hit_ttft_overlapped"]) * gpus * per_hour
+            if per_byte_second is not None:
+                f["keep_ttl"] = max(0.0, saving / (prefix_bytes * per_byte_second))
+        if request_rate is not None:  # every miss's KV written through into the tier, at its read rate
+            f["fill_load"] = request_rate * (1 - hit_rate) * node_bytes / (readers * share)
+        broken[t] = [
+            limit for limit in ("tier_fill", "tier_load", "prefill_utilisation", "fill_load") if f.get(limit, 0.0) > 1
+        ]
     return {"node": node, "tiers": tiers, "stages": stages, "broken": broken, "engine": engine}
 
 
