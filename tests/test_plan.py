@@ -282,13 +282,25 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
 
+        def shown() -> dict:
+            """Every calculator row's figure and range as the page shows them, read in one round trip:
+            {(cost, row): (value text, range text)}."""
+            rows = page.evaluate(
+                """() => [...document.querySelectorAll('tr[data-cost][data-row]')].map(r => [
+                    r.dataset.cost, r.dataset.row,
+                    (r.querySelector('td.calc-value') || {}).innerText || '',
+                    (r.querySelector('td.calc-range') || {}).innerText || ''])"""
+            )
+            return {(cost, row): (value, span) for cost, row, value, span in rows}
+
         def agrees(found):
+            on_page = shown()
             for option in found["tiers"]:
                 for name, figure in option["figures"].items():
-                    row = page.locator(f"tr[data-cost={name}][data-row='{option['key']}']")
-                    value = _numbers(row.locator("td.calc-value").inner_text())
+                    value_text, span_text = on_page[(name, option["key"])]
+                    value = _numbers(value_text)
                     assert value[0] == pytest.approx(figure["value"], rel=1e-3), (name, option["key"])
-                    span = _numbers(row.locator("td.calc-range").inner_text())
+                    span = _numbers(span_text)
                     ends = [figure["low"], figure["high"]] if figure["low"] != figure["high"] else []
                     assert span == pytest.approx(ends, rel=1e-3), (name, option["key"], span, ends)
 
