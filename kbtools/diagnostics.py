@@ -272,7 +272,7 @@ CODES: dict[str, Code] = {
     "KB501": Code(
         E,
         "A formula is not valid in the formula language (syntax, or a construct that is not allowed).",
-        "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, exp, floor, ln, max, min, param, sqrt, or a function a record's type declares)",
+        "records/flops/x.md:14:5: error KB501 costs.x: function '__import__' is not allowed (allowed: abs, ceil, default, exp, floor, ln, max, min, param, sqrt, zipf_lru, zipf_top, or a function a record's type declares)",
     ),
     "KB502": Code(
         E,
@@ -302,8 +302,8 @@ CODES: dict[str, Code] = {
     "KB507": Code(
         E,
         "A formula's numbers or exponent are out of bounds, or a value it computes is: infinite, not a number "
-        "(ln of 0 or less), beyond 1e300 (in its own unit, in base units or in the unit asked for; exp past about "
-        "690) or in a unit raised past the 64th power.",
+        "(ln of 0 or less; zipf_top or zipf_lru of n below 1 or s outside 0 to 10), beyond 1e300 (in its own unit, "
+        "in base units or in the unit asked for; exp past about 690) or in a unit raised past the 64th power.",
         "records/flops/x.md:14:5: error KB507 costs.x: an exponent must be a number literal between -64 and 64",
     ),
     "KB508": Code(

@@ -3,7 +3,8 @@
 Allowed: numbers; quantity literals in quotes ('1 token', '8 B'); names (fields,
 inputs, costs, loop variables); one level of attribute (`model.kv_bytes_per_token`);
 + - * / and ** with a literal exponent of at most 64; the functions min, max,
-ceil, floor, abs, sqrt, ln and exp (of a plain number: ln's above 0), param(record, 'hardware-parameter-id') and
+ceil, floor, abs, sqrt, ln and exp (of a plain number: ln's above 0), zipf_top(n, c, s) and zipf_lru(n, c, s)
+(cache hit rates under a Zipf law, kbtools.lang.caching), param(record, 'hardware-parameter-id') and
 default(name, fallback) (the fallback when the name has no value); and a function its record's type declares in
 its schema (`x-kb-functions`), called on the record: `model.kv_bytes(prefix_tokens)`. Everything else
 (other calls, subscripts, comprehensions, lambdas, dunders, keywords, f-strings,
@@ -32,6 +33,9 @@ import pint
 
 from kbtools.diagnostics import KbError
 from kbtools.lang.arithmetic import ByUnits, combine, converted
+from kbtools.lang.caching import ARGUMENTS as CACHE_ARGUMENTS
+from kbtools.lang.caching import FUNCTIONS as CACHE_FUNCTIONS
+from kbtools.lang.caching import domain_problem
 from kbtools.lang.units import MAX_MAGNITUDE, QuantityError, format_quantity, parse_quantity_text, unit_registry
 
 MAX_LENGTH = 2000
@@ -39,7 +43,10 @@ MAX_NODES = 400
 MAX_DEPTH = 40  # evaluation and display recurse once per level: a deeper formula is refused, never a RecursionError
 MAX_EXPONENT = 64
 MAX_RESULT = 1e300  # the largest magnitude a computed value may have, in its own units and in base units
-FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "ln", "exp", "param", "default"}
+FUNCTIONS = {"min", "max", "ceil", "floor", "abs", "sqrt", "ln", "exp", "param", "default", *CACHE_FUNCTIONS}
+# the arguments of a function that takes more than one (min and max take any number; default and param have
+# their own forms, checked as the formula is read); every other function takes one
+SIGNATURES = {name: CACHE_ARGUMENTS for name in CACHE_FUNCTIONS}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
@@ -339,25 +346,55 @@ class Algebra:
         except pint.DimensionalityError as exc:
             raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
 
-    def function(self, name: str, value: Any, argument: ast.expr | None = None) -> Any:
-        """abs, sqrt, ceil, floor, ln or exp of one value; `argument` is the formula's text of it."""
+    def function(self, name: str, values: list[Any], arguments: list[ast.expr]) -> Any:
+        """abs, sqrt, ceil, floor, ln or exp of one value, zipf_top or zipf_lru of three; `arguments` are the
+        formula's text of them."""
+        ureg = unit_registry()
+        if name in CACHE_FUNCTIONS:
+            n, c, s = (low for low, _ in cache_arguments(name, [(v, v) for v in values], arguments))
+            return ureg.Quantity(CACHE_FUNCTIONS[name](n, c, s), ureg.dimensionless)
+        value, argument = values[0], arguments[0]
         if name == "abs":
             return abs(value)
         if name == "sqrt":
             return self.power(value, 0.5)
         number = plain_number(name, value)
-        ureg = unit_registry()
         if name in ("ln", "exp"):
             return ln_or_exp(name, number, argument_text(argument), lambda: format_quantity(value))
         return ureg.Quantity(math.ceil(number) if name == "ceil" else math.floor(number), ureg.dimensionless)
 
 
-def plain_number(name: str, value: pint.Quantity) -> float:
-    """The value as a plain number (50 percent is 0.5, GB/MB a thousand), for a function that takes only one
-    (ceil, floor, ln, exp); a quantity with a dimension is KB503."""
+def plain_number(name: str, value: pint.Quantity, role: str | None = None) -> float:
+    """The value as a plain number (50 percent is 0.5, GB/MB a thousand), for a function that takes only
+    plain numbers (ceil, floor, ln, exp, zipf_top's and zipf_lru's `role`); a quantity with a dimension is KB503."""
     if not value.dimensionless:
-        raise FormulaError("KB503", f"{name}() needs a plain number, got {value.units:~P}")
+        raise FormulaError(
+            "KB503", f"{name}() needs a plain number{f' for {role}' if role else ''}, got {value.units:~P}"
+        )
     return float(value.to(unit_registry().dimensionless).magnitude)
+
+
+def cache_arguments(
+    name: str,
+    ends: list[tuple[pint.Quantity, pint.Quantity]],
+    arguments: list[ast.expr],
+    shown: list[Callable[[], str]] | None = None,
+) -> list[tuple[float, float]]:
+    """zipf_top's or zipf_lru's arguments (n, c, s) as plain numbers, each as its range's two ends (a figure's
+    twice): one with a dimension is KB503, one outside the functions' domain (n below 1, s outside 0 to 10,
+    an infinity) KB507, as ln of 0 is. A message names the argument as written (its value for a literal), and
+    `shown`, the range it has when it is one."""
+    numbers = []
+    for i, (role, (low, high), argument) in enumerate(zip(CACHE_ARGUMENTS, ends, arguments, strict=True)):
+        low_number, high_number = plain_number(name, low, role), plain_number(name, high, role)
+        problem = domain_problem(role, low_number, high_number)
+        if problem:
+            what, value = argument_text(argument), shown[i]() if shown else format_quantity(low)
+            raise FormulaError(
+                "KB507", f"{name}() needs {problem}" + (f": {what} is {value}" if what else f", not {value}")
+            )
+        numbers.append((low_number, high_number))
+    return numbers
 
 
 def ln_or_exp(name: str, number: float, argument: str | None, shown: Callable[[], str]) -> pint.Quantity:
@@ -452,9 +489,15 @@ def walk(
             if not values:
                 raise FormulaError("KB502", f"{name}() over an empty table")
             return algebra.extreme(name, values)
-        if len(args) != 1:
-            raise FormulaError("KB501", f"{name}() takes one argument")
-        return algebra.function(name, algebra.scalar(args[0], node.args[0]), node.args[0])
+        wanted = SIGNATURES.get(name, ("x",))
+        if len(args) != len(wanted):
+            raise FormulaError(
+                "KB501",
+                f"{name}() takes one argument"
+                if len(wanted) == 1
+                else f"{name}() takes {len(wanted)} arguments: {name}({', '.join(wanted)})",
+            )
+        return algebra.function(name, [algebra.scalar(v, a) for v, a in zip(args, node.args, strict=True)], node.args)
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
 
 

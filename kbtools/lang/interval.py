@@ -6,8 +6,9 @@ It is formula.walk, the walker `formula.evaluate` uses, under another algebra (R
 the walker's, and this module says only what each operator makes of ranges, with the same bounds (KB507) and
 unit rules (KB503) at each end. Each operator takes the ends that bound it: a product or a quotient the extreme of its
 four corner products, a power by the sign of its base and the parity of its exponent, `abs` and an even power
-0 when the range crosses 0. A division by a range that holds 0 has no bound, so it is an error (KB505), as a
-division by 0 is.
+0 when the range crosses 0, zipf_top and zipf_lru the ends of c and n that bound them (both rise with c and
+fall with n; kbtools.lang.caching.hit_rate_range, which also says how a range of s is taken). A division by a
+range that holds 0 has no bound, so it is an error (KB505), as a division by 0 is.
 
 The range is an enclosure: a name read twice is let range freely in each place (x - x is -w to w, not 0).
 kb computes a value's range over the combinations of the conditions it rests on (compute.values), which is
@@ -24,6 +25,8 @@ from typing import Any
 
 import pint
 
+from kbtools.lang.caching import FUNCTIONS as CACHE_FUNCTIONS
+from kbtools.lang.caching import hit_rate_range
 from kbtools.lang.formula import (
     Algebra,
     Formula,
@@ -32,6 +35,7 @@ from kbtools.lang.formula import (
     _bounded,
     _bounded_in_base,
     argument_text,
+    cache_arguments,
     ln_or_exp,
     plain_number,
     walk,
@@ -154,7 +158,13 @@ class Ranges(Algebra):
         except pint.DimensionalityError as exc:
             raise FormulaError("KB503", f"{name}() of values in different units: {exc}") from None
 
-    def function(self, name: str, value: Interval, argument: ast.expr | None = None) -> Interval:
+    def function(self, name: str, values: list[Interval], arguments: list[ast.expr]) -> Interval:
+        ureg = unit_registry()
+        if name in CACHE_FUNCTIONS:  # rising with c, falling with n: see caching.hit_rate_range
+            n, c, s = cache_arguments(name, [(v.low, v.high) for v in values], arguments, [v.shown for v in values])
+            low, high = hit_rate_range(name, n, c, s)
+            return Interval(ureg.Quantity(low, ureg.dimensionless), ureg.Quantity(high, ureg.dimensionless))
+        value, argument = values[0], arguments[0]
         if name == "abs":
             if value.low.magnitude >= 0:
                 return value
@@ -167,7 +177,6 @@ class Ranges(Algebra):
         if name in ("ln", "exp"):  # both increase: the range's ends give the result's, low first
             what = argument_text(argument)
             return Interval(*(ln_or_exp(name, end, what, value.shown) for end in (low, high)))
-        ureg = unit_registry()
         rounding = math.ceil if name == "ceil" else math.floor
         return Interval(
             ureg.Quantity(rounding(low), ureg.dimensionless), ureg.Quantity(rounding(high), ureg.dimensionless)

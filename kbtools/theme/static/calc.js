@@ -3,6 +3,122 @@
 "use strict";
 
 (function () {
+  // zipf_top(n, c, s) and zipf_lru(n, c, s): cache hit rates under a Zipf law, as kbtools/lang/caching.py
+  // computes them (its docstring says how), step for step, so that both give the same figure to 1e-9
+  const caching = (() => {
+    const K = 10000, MAX_SKEW = 10, PANEL = 0.5, SATURATED = Math.log(40), LINEAR = -30, HUGE = 700;
+    const TOLERANCE = 1e-12, MAX_STEPS = 200, RANGE_SKEWS = 8;
+    const GAUSS = [[0.1834346424956498, 0.362683783378362], [0.525532409916329, 0.31370664587788727],
+      [0.7966664774136267, 0.22238103445337448], [0.9602898564975363, 0.10122853629037626]];
+    const LOGS = []; for (let i = 1; i <= K; i++) LOGS.push(Math.log(i));
+    const problem = (role, low, high) => {
+      if (!(Number.isFinite(low) && Number.isFinite(high))) return `a finite ${role}`;
+      if (role === "n" && low < 1) return "n of at least 1";
+      if (role === "s" && (low < 0 || high > MAX_SKEW)) return `s between 0 and ${MAX_SKEW}`;
+      return null;
+    };
+    const checked = (n, c, s) => {
+      [["n", n], ["c", c], ["s", s]].forEach(([role, v]) => { const p = problem(role, v, v); if (p) throw new Error(`needs ${p}`); });
+      return Math.floor(n);
+    };
+    const expIntegral = (k, r, a, b) => { // the integral of e^(k + r u) over [a, b]
+      const width = b - a;
+      if (width <= 0) return 0;
+      if (r === 0) return Math.exp(k) * width;
+      const rate = Math.abs(r);
+      return Math.exp(k + r * (r > 0 ? b : a)) * -Math.expm1(-rate * width) / rate;
+    };
+    const harmonic = (n, s) => {
+      let total = 0;
+      for (let i = 0; i < Math.min(n, K); i++) total += Math.exp(-s * LOGS[i]);
+      if (n > K) {
+        const a = LOGS[K - 1], b = Math.log(n), fK = Math.exp(-s * a), fN = Math.exp(-s * b);
+        total += expIntegral(0, 1 - s, a, b) + (fN - fK) / 2 + (-s * fN / n + s * fK / K) / 12;
+      }
+      return total;
+    };
+    const zipfTop = (n, c, s) => {
+      const whole = checked(n, c, s);
+      if (c <= 0) return 0;
+      if (c >= whole) return 1;
+      if (s === 0) return c / whole;
+      const held = Math.floor(c);
+      const top = harmonic(held, s) + (c - held) * Math.exp(-s * Math.log(held + 1));
+      return Math.min(1, top / harmonic(whole, s));
+    };
+    const cheSums = (x, s, logH, n, logP, p) => { // [count, slope, hit] at T = e^x
+      let count = 0, slope = 0, hit = 0;
+      for (let i = 0; i < logP.length; i++) {
+        const lz = x + logP[i];
+        if (lz > HUGE) { count += 1; hit += p[i]; continue; }
+        const z = Math.exp(lz), em = Math.expm1(-z);
+        count -= em; slope += z * (1 + em); hit -= p[i] * em;
+      }
+      if (n <= K) return [count, slope, hit];
+      const beta = x - logH, a = Math.log(K), b = Math.log(n);
+      const u1 = Math.min(Math.max((beta - SATURATED) / s, a), b), u2 = Math.min(Math.max((beta - LINEAR) / s, u1), b);
+      count += expIntegral(0, 1, a, u1);
+      hit += expIntegral(-logH, 1 - s, a, u1);
+      const linear = expIntegral(beta, 1 - s, u2, b);
+      count += linear; slope += linear;
+      hit += expIntegral(beta - logH, 1 - 2 * s, u2, b);
+      if (u2 > u1) {
+        const panels = Math.ceil((u2 - u1) / (PANEL / Math.max(s, 1))), half = (u2 - u1) / panels / 2;
+        for (let j = 0; j < panels; j++) {
+          const middle = u1 + (2 * j + 1) * half;
+          for (const [node, weight] of GAUSS) {
+            for (const u of [middle - half * node, middle + half * node]) {
+              const z = Math.exp(beta - s * u), em = Math.expm1(-z), size = weight * half * Math.exp(u);
+              count -= size * em; slope += size * z * (1 + em);
+              hit -= weight * half * Math.exp((1 - s) * u - logH) * em;
+            }
+          }
+        }
+      }
+      const ends = [K, n].map((y) => {
+        const ly = Math.log(y), lz = beta - s * ly, share = Math.exp(-s * ly - logH);
+        if (lz > HUGE) return [1, 0, 0, share, -s / y * share];
+        const z = Math.exp(lz), em = Math.expm1(-z), kept = z * (1 + em);
+        return [-em, -s / y * kept, kept, -share * em, -s / y * share * (kept - em)];
+      });
+      const [[fK, dfK, gK, hK, dhK], [fN, dfN, gN, hN, dhN]] = ends;
+      return [count + (fN - fK) / 2 + (dfN - dfK) / 12, slope + (gN - gK) / 2, hit + (hN - hK) / 2 + (dhN - dhK) / 12];
+    };
+    const zipfLru = (n, c, s) => {
+      const whole = checked(n, c, s);
+      if (c <= 0) return 0;
+      if (c >= whole) return 1;
+      if (s === 0) return c / whole;
+      const logH = Math.log(harmonic(whole, s));
+      const logP = LOGS.slice(0, Math.min(whole, K)).map((l) => -s * l - logH), p = logP.map(Math.exp);
+      const sums = (x) => cheSums(x, s, logH, whole, logP, p);
+      const share = c / whole;
+      const logT = share < 0.5
+        ? Math.log(c) - Math.log(whole) + (share > 0 ? Math.log(-Math.log1p(-share) / share) : 0)
+        : Math.log(-Math.log((whole - c) / whole));
+      let low = Math.log(c), high = logT + s * Math.log(whole) + logH;
+      for (let i = 0; i < 64; i++) { if (sums(low)[0] <= c) break; low -= 1; }
+      for (let i = 0; i < 64; i++) { const [count, slope] = sums(high); if (count >= c || slope === 0) break; high += 1; }
+      const fuller = c > whole / 2;
+      let x = fuller ? high : low;
+      for (let i = 0; i < MAX_STEPS; i++) {
+        const [count, slope] = sums(x);
+        if (count === c) break;
+        if (count < c) low = x; else high = x;
+        let step = NaN;
+        if (fuller && whole > count && slope > 0) step = (Math.log(whole - count) - Math.log(whole - c)) * (whole - count) / slope;
+        else if (!fuller && count > 0 && slope > 0) step = (Math.log(c) - Math.log(count)) * count / slope;
+        if (Math.abs(step) < TOLERANCE) { x += step; break; }
+        x = low < x + step && x + step < high ? x + step : (low + high) / 2;
+        if (high - low < TOLERANCE) break;
+      }
+      return Math.min(1, Math.max(0, sums(x)[2]));
+    };
+    const FUNCTIONS = { zipf_top: zipfTop, zipf_lru: zipfLru };
+    return { FUNCTIONS, problem, zipfTop, zipfLru };
+  })();
+  window.kbCaching = caching; // for the tests, which hold these figures to kb's
+
   const form = document.querySelector("form.calc-inputs");
   if (!form) return;
   const model = JSON.parse(document.getElementById(form.dataset.calculator).textContent);
@@ -36,6 +152,16 @@
       if (node.call === "min" || node.call === "max") {
         args.forEach((a) => same(a.d, args[0].d) || fail(`${node.call}() of unlike units`));
         return args.reduce((best, v) => ((node.call === "min" ? v.m < best.m : v.m > best.m) ? v : best));
+      }
+      if (node.call in caching.FUNCTIONS) { // plain numbers, in the functions' domain, as kb checks them (KB503, KB507)
+        const numbers = args.map((a, i) => {
+          const role = ["n", "c", "s"][i];
+          Object.keys(a.d).length === 0 || fail(`${node.call}() needs a plain number for ${role}`);
+          const p = caching.problem(role, a.m, a.m);
+          return p ? fail(`${node.call}() needs ${p}`) : a.m;
+        });
+        numbers.length === 3 || fail(`${node.call}() takes 3 arguments: ${node.call}(n, c, s)`);
+        return { m: caching.FUNCTIONS[node.call](...numbers), d: {} };
       }
       const v = args[0];
       if (node.call === "abs") return { m: Math.abs(v.m), d: v.d };
