@@ -28,7 +28,7 @@ NOT_CHECKED: dict[str, str] = {}
 NODE_FIGURES = tuple(
     "kv_bytes working_set kv_copies read_once recompute_flops_linear recompute_flops_attention recompute_flops"
     " linear_peak recompute_time break_even_bandwidth break_even_rate uncached_time request_overhead recompute_ttft"
-    " loaded_recompute_ttft"
+    " loaded_recompute_ttft reuse_skew prefixes_per_replica block_floor replicas_per_prefix reuse_ceiling"
     " decode_usd_per_mtoken"
     " decode_joules_per_token".split()
 )
@@ -38,7 +38,8 @@ TIER_FIGURES = tuple(
     " mean_ttft saturation_rate prefill_utilisation wait_scale queue_wait loaded_ttft hit_slower faster_share"
     " ttft_p50 ttft_p90 ttft_p99"
     " prefill_joules_per_token prefill_usd_per_mtoken tier_kv_capacity stored_working_set tier_fill"
-    " stored_prefix residency_usd_per_hour hit_saving keep_ttl fill_load".split()
+    " stored_prefix residency_usd_per_hour hit_saving keep_ttl fill_load"
+    " prefixes_held hit_rate_lru hit_rate_optimal tier_hit_rate".split()
 )
 
 REL = 1e-6  # the oracle and kb do the same arithmetic in a different order: only rounding may differ
@@ -217,6 +218,40 @@ class Model:
         return None if per is None else self.params_total * per
 
 
+def _zipf(n: float, s: float) -> list[float]:
+    """Popularity of each of floor(n) items under a Zipf law of exponent s, summed over every term."""
+    weights = [i**-s for i in range(1, int(n) + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def top_by_hand(n: float, c: float, s: float) -> float:
+    """A cache of the c most popular of n items (linear between whole c): their share of requests."""
+    if c <= 0:
+        return 0.0
+    if c >= int(n):
+        return 1.0
+    p = _zipf(n, s)
+    whole = int(c)
+    return sum(p[:whole]) + (c - whole) * p[whole]
+
+
+def lru_by_hand(n: float, c: float, s: float) -> float:
+    """An LRU cache of c of n items by Che's approximation, T found by plain bisection on a log scale."""
+    if c <= 0:
+        return 0.0
+    if c >= int(n):
+        return 1.0
+    p = _zipf(n, s)
+    low, high = -50.0, 80.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        held = sum(1 - math.exp(-q * math.exp(middle)) for q in p)
+        low, high = (middle, high) if held < c else (low, middle)
+    t = math.exp((low + high) / 2)
+    return sum(q * (1 - math.exp(-q * t)) for q in p)
+
+
 def first_reference(workload: dict, field: str):
     """A reference the workload writes, or the preferred (first) record of a choice in its inputs."""
     if workload["data"].get(field):
@@ -291,6 +326,21 @@ def hand_plan(s: Stated, key: str) -> dict:
         compute = (2 * model.params_active * uncached / peak + extra_attention / bf16) / (gpus * efficiency)
     node["uncached_time"] = compute
     node["request_overhead"] = overhead
+    # what a derived hit rate rests on: the reuse skew a trace's concentration implies (a share y of reuses on
+    # the top fraction x of items is x^(1 - s) for a Zipf law), the prefixes each replica sees, the block floor,
+    # and the ceiling compulsory misses set
+    reuse = s.data(key, "reuse")
+    skew = None
+    if reuse:
+        share = s.q(reuse if "/" in reuse else f"measurements/{reuse}", "value")
+        node["reuse_skew"] = skew = 1 - math.log(share) / math.log(s.q(key, "reuse_top"))
+    replicas, aware = s.q(key, "replicas", 1.0), s.q(key, "cache_aware_routing", 0.0)
+    node["prefixes_per_replica"] = per_replica = distinct / (1 + (replicas - 1) * aware)
+    block = engine_flag("block_tokens", 1.0)
+    node["block_floor"] = floor_ = min(math.floor(n / block), 1)
+    node["replicas_per_prefix"] = spread = 1 + (replicas - 1) * (1 - aware)
+    k = s.q(key, "requests_per_prefix", 1e12)  # each replica a prefix's requests visit misses once
+    node["reuse_ceiling"] = ceiling = 1 - spread * (1 - max(1 - 1 / spread, 1e-12) ** k) / k
     # a miss: the engine's fixed time, the prefix, then the rest
     node["recompute_ttft"] = miss = overhead + recompute + compute if compute is not None else None
     if miss is not None and request_rate is not None:  # every request a miss, Poisson arrivals: M/D/1's mean wait
@@ -311,7 +361,9 @@ def hand_plan(s: Stated, key: str) -> dict:
             node_ports = count * s.q(f"interconnects/{port}", "bandwidth_per_direction")
 
     tiers, stages, broken = {}, {}, {}
+    stated_hit_rate = hit_rate
     for name in w["data"]["tiers"]:
+        hit_rate = stated_hit_rate
         t = name if "/" in name else f"storage-tiers/{name}"
         medium = s.data(t, "medium")
         crossed = medium in THROUGH_HOST_LINK
@@ -362,7 +414,26 @@ def hand_plan(s: Stated, key: str) -> dict:
         latency = s.q(t, "first_byte_latency", 0.0)
         f["hit_time"] = hit = latency + f["reader_bytes"] / rate + f["broadcast_time"]
         f["hit_over_recompute"] = hit / recompute
-        f["ttft"] = ttft = hit_rate * hit + (1 - hit_rate) * recompute
+        weights = model.weight_bytes()
+        # what the tier holds for the node: each accelerator's own share, or the node's one pool; HBM also keeps
+        # the weights and whatever the engine does not take for itself
+        if capacity is not None and (weights is not None or not hbm):
+            held = capacity * (1.0 if shared else gpus)
+            if hbm:
+                held = held * engine_flag("gpu_memory_fraction", 1.0) - weights
+            f["tier_kv_capacity"] = held
+        # HBM keeps every rank's copy; an offload tier one MLA latent, or every rank's slice otherwise
+        f["stored_working_set"] = node["working_set"] * (1.0 if (mla and not hbm) else copies)
+        if "tier_kv_capacity" in f:
+            f["tier_fill"] = f["stored_working_set"] / f["tier_kv_capacity"]
+        # keeping the working set in the tier, at the price of holding a GB in its medium for an hour
+        f["stored_prefix"] = prefix_bytes = f["stored_working_set"] / distinct
+        # the tier's hit rate: the workload's, else an LRU cache of the prefixes it holds (Che's approximation)
+        if "tier_kv_capacity" in f:
+            f["prefixes_held"] = held_prefixes = f["tier_kv_capacity"] / prefix_bytes
+            if skew is not None:
+                f["hit_rate_lru"] = floor_ * ceiling * lru_by_hand(per_replica, held_prefixes, skew)
+                f["hit_rate_optimal"] = floor_ * ceiling * top_by_hand(per_replica, held_prefixes, skew)
         if compute is not None:
             f["hit_ttft_serial"] = overhead + hit + compute
             # a layer-by-layer load overlaps the forward pass: the longer of the two, plus one layer of the other
@@ -370,6 +441,17 @@ def hand_plan(s: Stated, key: str) -> dict:
             f["hit_ttft_overlapped"] = (
                 overlapped if engine_flag("overlaps_load_with_compute", 0) else overhead + hit + compute
             )
+            f["hit_slower"] = 1.0 if f["hit_ttft_overlapped"] > node["recompute_ttft"] else 0.0
+        holding = s.data(t, "holding_price")
+        per_byte_second = s.q(f"prices/{holding}", "per_gb_hour") if holding else None
+        if per_byte_second is not None:
+            f["residency_usd_per_hour"] = f["stored_working_set"] * per_byte_second
+        rate_here = hit_rate if hit_rate is not None else f.get("hit_rate_lru")
+        if rate_here is None:
+            broken[t] = [limit for limit in ("tier_fill",) if f.get(limit, 0.0) > 1]
+            continue  # no hit rate, given or derived: nothing that weighs hits against misses is priced
+        f["tier_hit_rate"] = hit_rate = rate_here
+        f["ttft"] = ttft = hit_rate * hit + (1 - hit_rate) * recompute
         if request_rate is not None:  # bytes a second the hits read, over the links the readers read them on
             f["tier_load"] = request_rate * hit_rate * node_bytes / (readers * share)
         if compute is not None:
@@ -378,7 +460,6 @@ def hand_plan(s: Stated, key: str) -> dict:
             f["mean_ttft"] = mean = hit_rate * hit_ttft + (1 - hit_rate) * miss_ttft
             f["saturation_rate"] = 1 / mean
             # the request's own TTFT at a percentile: the faster of the two for the faster share, the slower after
-            f["hit_slower"] = 1.0 if hit_ttft > miss_ttft else 0.0
             f["faster_share"] = faster_share = (1 - hit_rate) if hit_ttft > miss_ttft else hit_rate
 
             fast, slow = min(hit_ttft, miss_ttft), max(hit_ttft, miss_ttft)
@@ -397,24 +478,7 @@ def hand_plan(s: Stated, key: str) -> dict:
         f["prefill_joules_per_token"] = s.q(acc, "tdp") * gpus * ttft / n
         if per_hour is not None:
             f["prefill_usd_per_mtoken"] = per_hour * gpus * ttft / n
-        weights = model.weight_bytes()
-        # what the tier holds for the node: each accelerator's own share, or the node's one pool; HBM also keeps
-        # the weights and whatever the engine does not take for itself
-        if capacity is not None and (weights is not None or not hbm):
-            held = capacity * (1.0 if shared else gpus)
-            if hbm:
-                held = held * engine_flag("gpu_memory_fraction", 1.0) - weights
-            f["tier_kv_capacity"] = held
-        # HBM keeps every rank's copy; an offload tier one MLA latent, or every rank's slice otherwise
-        f["stored_working_set"] = node["working_set"] * (1.0 if (mla and not hbm) else copies)
-        if "tier_kv_capacity" in f:
-            f["tier_fill"] = f["stored_working_set"] / f["tier_kv_capacity"]
         # keeping the working set in the tier, at the price of holding a GB in its medium for an hour
-        f["stored_prefix"] = prefix_bytes = f["stored_working_set"] / distinct
-        holding = s.data(t, "holding_price")
-        per_byte_second = s.q(f"prices/{holding}", "per_gb_hour") if holding else None
-        if per_byte_second is not None:
-            f["residency_usd_per_hour"] = f["stored_working_set"] * per_byte_second
         if per_hour is not None and "hit_ttft_overlapped" in f:
             # the node's time a hit saves, and how long a prefix may wait for its next hit before keeping it
             # costs more than that
@@ -540,8 +604,8 @@ def test_no_figure_the_records_allow_is_left_out(stated, plans, workload):
 
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_tiers_are_ranked_by_ttft_after_the_limits_they_break(stated, plans, spec, workload):
-    """x-kb-plan ranks the tiers by ttft, least first, those that break a limit (tier_fill or tier_load above
-    1) after those that break none; the broken limits are the ones the hand figures break."""
+    """x-kb-plan ranks the tiers by ttft, least first, those that break a limit (a limit figure above 1) after
+    those that break none, and those with no ttft last; the broken limits are the ones the hand figures break."""
     hand = hand_plan(stated, f"workloads/{workload}")
     found = plans(workload)
     words = spec["x-kb-plan"]["limits"]
@@ -553,7 +617,7 @@ def test_tiers_are_ranked_by_ttft_after_the_limits_they_break(stated, plans, spe
 
     def order(tier_key):
         ttft = hand["tiers"][tier_key].get("ttft")
-        return len(hand["broken"].get(tier_key, [])), ttft is None, ttft or 0.0
+        return ttft is None, len(hand["broken"].get(tier_key, [])), ttft or 0.0
 
     ranked = [option["key"] for option in found["tiers"]]
     for before, after in zip(ranked, ranked[1:], strict=False):

@@ -25,6 +25,7 @@ import ast
 import datetime
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -333,8 +334,9 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         )
 
     def rank(option: Option) -> tuple:
+        # an option kb cannot price is never recommended: it follows every priced one, broken limits or not
         found = next((f for f in option.figures if f.name == rank_by), None)
-        return (len(option.breaches), found is None, _magnitude(found.value) if found else 0.0)
+        return (found is None, len(option.breaches), _magnitude(found.value) if found else 0.0)
 
     return Plan(record, over, rank_by, tuple(node), tuple(sorted(options, key=rank)), diagnostics)
 
@@ -376,7 +378,7 @@ def _missing(
             tree = parse_formula(str(specs[cost].get("formula", ""))).tree
         except FormulaError:  # a formula the check already reported
             continue
-        for parts in _required_names(tree):
+        for parts in _required_names(tree, lambda field: record.data.get(field) is not None):
             if len(parts) == 1 and parts[0] in specs:
                 stack.append(parts[0])
             elif parts[0] != var or len(parts) == 2:
@@ -444,15 +446,18 @@ def _function_fields(corpus: Corpus, record: Record, function: str) -> list[str]
     return [parts[0] for parts in _required_names(tree) if len(parts) == 1 and parts[0] not in parameters]
 
 
-def _required_names(tree: ast.AST) -> list[tuple[str, ...]]:
+def _required_names(tree: ast.AST, stated: Callable[[str], bool] = lambda name: False) -> list[tuple[str, ...]]:
     """The names and name.attr a formula cannot do without: a function's own name is none, nor is the name
-    default(name, fallback) falls back from."""
+    default(name, fallback) falls back from; nor its fallback, where the record states the name (`stated`)."""
     found: list[tuple[str, ...]] = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Call):
-            args = node.args[1:] if isinstance(node.func, ast.Name) and node.func.id == "default" else node.args
+            args = node.args
+            if isinstance(node.func, ast.Name) and node.func.id == "default":
+                first = node.args[0] if node.args else None
+                args = [] if isinstance(first, ast.Name) and stated(first.id) else node.args[1:]
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                 found.append((node.func.value.id, node.func.attr + "()"))  # record.function(args)
             stack.extend(args)
