@@ -12,11 +12,11 @@ import re
 import time
 
 import pytest
+from formula_support import close, evaluated, explained, figure, line_of, q, ranged_over
 
 from kbtools.lang.caching import zipf_lru, zipf_top
-from kbtools.lang.formula import FormulaError, evaluate, parse_formula
-from kbtools.lang.interval import Interval, evaluate_range
-from kbtools.lang.units import parse_quantity_text
+from kbtools.lang.formula import FormulaError
+from kbtools.lang.interval import Interval
 
 # ---------------------------------------------------------------- a sum of every term, by hand
 
@@ -162,17 +162,11 @@ def test_monotone():
 # ---------------------------------------------------------------- the evaluators
 
 
-def q(text: str):
-    return parse_quantity_text(text, None if " " in text else "")
-
-
 NAMES = {"objects": q("1000"), "slots": q("50"), "skew": q("0.8"), "size": q("1 GB"), "few": q("0.5")}
 
 
 def value(formula: str) -> float:
-    result = evaluate(parse_formula(formula), lambda parts: NAMES[parts[0]])
-    assert result.dimensionless, result
-    return float(result.magnitude)
+    return evaluated(formula, NAMES)
 
 
 def test_the_evaluator_gives_the_sums():
@@ -217,8 +211,7 @@ RANGES = {
 
 
 def ranged(formula: str) -> tuple[float, float]:
-    found = evaluate_range(parse_formula(formula), lambda parts: RANGES[parts[0]])
-    return float(found.low.magnitude), float(found.high.magnitude)
+    return ranged_over(formula, RANGES)
 
 
 def test_the_range_of_either_is_theirs_at_the_ends():
@@ -309,25 +302,6 @@ costs:
 def tier_kb(kb):
     kb.source()
     return kb.record("flops", "tier", "flop", TIER, body="[[src-a]] The best is {{ best }}.\n")
-
-
-def line_of(path, text):
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
-
-
-def figure(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def explained(kb, target: str) -> str:
-    result = kb.run("explain", target)
-    assert result.exit_code == 0, result.err
-    return result.out
-
-
-def close(shown: float, by_hand: float) -> bool:
-    """kb shows four significant digits."""
-    return math.isclose(shown, by_hand, rel_tol=1e-3)
 
 
 def ends(text: str, conditions: str) -> tuple[float, float, float]:

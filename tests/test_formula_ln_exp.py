@@ -9,10 +9,10 @@ import math
 import re
 
 import pytest
+from formula_support import close, evaluated, explained, figure, line_of, q, ranged_over
 
-from kbtools.lang.formula import FormulaError, evaluate, parse_formula
-from kbtools.lang.interval import Interval, evaluate_range
-from kbtools.lang.units import parse_quantity_text
+from kbtools.lang.formula import FormulaError
+from kbtools.lang.interval import Interval
 
 # ---------------------------------------------------------------- a scratch knowledge base
 
@@ -98,30 +98,10 @@ def queue_kb(kb, queue=QUEUE):
     return kb.record("flops", "queue", "flop", queue, body="[[src-a]] The tail is {{ tail }}.\n")
 
 
-def line_of(path, text):
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
-
-
-def figure(text: str) -> float:
-    """The number kb printed ('-2.303', '1,000')."""
-    return float(text.replace(",", ""))
-
-
-def explained(kb, target: str) -> str:
-    result = kb.run("explain", target)
-    assert result.exit_code == 0, result.err
-    return result.out
-
-
 def first_figure(kb, target: str) -> float:
     head = explained(kb, target).splitlines()[0]
     assert head.startswith(f"{target} = "), head
     return figure(head.split(" = ", 1)[1])
-
-
-def close(shown: float, by_hand: float) -> bool:
-    """kb shows four significant digits."""
-    return math.isclose(shown, by_hand, rel_tol=1e-3)
 
 
 def test_ln_and_exp_of_a_records_figures_are_what_math_gives(kb):
@@ -201,17 +181,11 @@ def test_ln_and_exp_refused_at_the_formulas_line(kb):
 # ---------------------------------------------------------------- the evaluators themselves
 
 
-def q(text: str):
-    return parse_quantity_text(text, None if " " in text else "")
-
-
 NAMES = {"r": q("0.25"), "big": q("1000"), "t": q("3 ms"), "zero": q("0 percent")}
 
 
 def value(formula: str) -> float:
-    result = evaluate(parse_formula(formula), lambda parts: NAMES[parts[0]])
-    assert result.dimensionless, result
-    return float(result.magnitude)
+    return evaluated(formula, NAMES)
 
 
 @pytest.mark.parametrize(
@@ -263,8 +237,7 @@ RANGES = {
 
 
 def ranged(formula: str) -> tuple[float, float]:
-    found = evaluate_range(parse_formula(formula), lambda parts: RANGES[parts[0]])
-    return float(found.low.magnitude), float(found.high.magnitude)
+    return ranged_over(formula, RANGES)
 
 
 @pytest.mark.parametrize(

@@ -113,16 +113,25 @@ def harmonic(n: float, s: float) -> float:
     return total
 
 
+def _settled(n: float, c: float, s: float) -> tuple[float, float | None]:
+    """The whole number of items, and the hit rate where it needs no sum: 0 for an empty cache, 1 for one that
+    holds every item, c / n when every item is alike (s = 0); None otherwise."""
+    whole = _checked(n, c, s)
+    if c <= 0:
+        return whole, 0.0
+    if c >= whole:
+        return whole, 1.0
+    if s == 0:
+        return whole, c / whole
+    return whole, None
+
+
 @lru_cache(maxsize=4096)
 def zipf_top(n: float, c: float, s: float) -> float:
     """The hit rate of a cache holding the c most popular of n items under a Zipf law of exponent s."""
-    whole = _checked(n, c, s)
-    if c <= 0:
-        return 0.0
-    if c >= whole:
-        return 1.0
-    if s == 0:
-        return c / whole
+    whole, settled = _settled(n, c, s)
+    if settled is not None:
+        return settled
     held = float(math.floor(c))
     top = harmonic(held, s) + (c - held) * math.exp(-s * math.log(held + 1))
     return min(1.0, top / harmonic(whole, s))
@@ -194,13 +203,9 @@ def _che_sums(x: float, s: float, log_h: float, n: float, log_p: list[float], p:
 @lru_cache(maxsize=4096)
 def zipf_lru(n: float, c: float, s: float) -> float:
     """The hit rate of an LRU cache of c items among n under a Zipf law of exponent s, by Che's approximation."""
-    whole = _checked(n, c, s)
-    if c <= 0:
-        return 0.0
-    if c >= whole:
-        return 1.0
-    if s == 0:
-        return c / whole
+    whole, settled = _settled(n, c, s)
+    if settled is not None:
+        return settled
     log_h = math.log(harmonic(whole, s))
     log_p = [-s * log - log_h for log in _logs()[: int(min(whole, EXACT_TERMS))]]
     p = [math.exp(lp) for lp in log_p]
