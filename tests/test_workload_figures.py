@@ -15,7 +15,7 @@ import json
 import math
 
 import pytest
-from conftest import REPO, run_kb
+from conftest import REPO
 
 pytestmark = pytest.mark.slow  # one kb export and one kb plan per workload record: about 15 s in all
 
@@ -503,18 +503,24 @@ def stated(records):
 
 @pytest.fixture(scope="module")
 def plans():
-    """kb plan's JSON of each workload record, planned once each when first asked for (kb plan takes one
-    workload a call)."""
+    """kb plan's JSON of each workload record, as `kb plan WORKLOAD --format json` prints it: the same plan and
+    the same JSON, made for every workload over one checked corpus rather than one kb plan process each (the
+    CLI's own path is tests/test_plan.py's)."""
+    from kbtools.check.pipeline import checked, start_run
+    from kbtools.corpus import Settings
+    from kbtools.outputs.plan import as_json, make_plan
+
+    run = start_run(Settings.configured(REPO), use_cache=True, complete=True, on_demand=True)
+    corpus = checked(run)
     found: dict[str, dict] = {}
 
     def get(workload: str) -> dict:
         if workload not in found:
-            done = run_kb("--root", str(REPO), "plan", f"workloads/{workload}", "--format", "json")
-            assert done.returncode == 0, done.stderr
-            found[workload] = json.loads(done.stdout)
+            found[workload] = json.loads(as_json(make_plan(corpus, corpus.records[f"workloads/{workload}"])))
         return found[workload]
 
-    return get
+    yield get
+    run.close()
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import UsageError
 from kbtools.index import CorpusIndex, no_record
-from kbtools.lang.units import format_quantity
+from kbtools.lang.units import format_quantity, magnitude_in
 from kbtools.outputs.cells import csv_text, terminal_text
 
 BAND = ":"  # LOW:VALUE:HIGH
@@ -64,8 +64,8 @@ class Figure:
         unit = self.value.unit
         low, high = self.value.spread or (self.value.quantity, self.value.quantity)
 
-        def number(q: Any) -> float:
-            return float(q.to(unit).magnitude) if unit else float(q.magnitude)
+        def number(q: Any) -> float:  # pint's factor for the pair, asked once: a plan converts a thousand
+            return magnitude_in(q, unit) if unit else float(q.magnitude)
 
         return {
             "label": self.label,
