@@ -54,9 +54,10 @@ def here(tmp_path_factory) -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def unfitted(tmp_path_factory) -> tuple[dict, dict]:
+def unfitted(tmp_path_factory) -> tuple[dict, dict, str, int]:
     """The repository with every fit unlinked: what kb predicts at the engines' zero fixed time, the dense peak
-    and the tiers' nominal path rates."""
+    and the tiers' nominal path rates. Then, in the same copy (a warm store: one file checked again), the read
+    fit cut to one case: what kb check says of it, and the line of its cases."""
     into = tmp_path_factory.mktemp("unfitted")
     root = into / "kb"
     for part in ("records", "schema"):
@@ -70,7 +71,15 @@ def unfitted(tmp_path_factory) -> tuple[dict, dict]:
         text, removed = re.subn(rf"^{field}: .*\n", "", path.read_text(), flags=re.M)
         assert removed == 1, (key, field)
         path.write_text(text)
-    return _export(root, into), _ledger(root)
+    exported, ledger = _export(root, into), _ledger(root)
+    path = root / "records" / f"{READ}.md"
+    text = path.read_text()
+    found = re.search(r"^cases: \[([^,\]]+),[^\]]*\]$", text, flags=re.M)
+    assert found, "the fit lists its cases on one line, as kb fmt writes them"
+    path.write_text(text[: found.start()] + f"cases: [{found[1]}]" + text[found.end() :])
+    done = run_kb("--root", str(root), "check")
+    assert done.returncode == 1, done.stdout
+    return exported, ledger, done.stdout, text[: found.start()].count("\n") + 1
 
 
 def test_a_fits_residuals_are_its_cases_ledger_errors(here):
@@ -89,7 +98,7 @@ def test_a_linked_fit_applies_to_every_workload_that_reaches_it(here, unfitted):
     """Every workload on vLLM pays the fixed time on each TTFT, hit or miss; every workload on a Hopper SXM part
     recomputes at the fitted share of its peak; every hit from the RDMA pool reads at the fitted share of its
     path. Without the links, the figures are the nominal ones."""
-    (records, _), (bare, _) = here, unfitted
+    (records, _), (bare, *_) = here, unfitted
     overhead = _fraction(records[OVERHEAD]["values"]["value"])
     share = _fraction(records[PREFILL]["values"]["value"])
     read = _fraction(records[READ]["values"]["value"])
@@ -130,7 +139,7 @@ def test_each_fit_is_the_optimum_its_method_states(here, unfitted):
     cases (the fixed time paid by vLLM's alone), then the read share over its cases with those held; the records
     state the grid's optimum."""
     records, _ = here
-    _, bare = unfitted
+    _, bare, *_ = unfitted
     measured_ms = {k: c["measured_value"] * (1000.0 if c["unit"] == "s" else 1.0) for k, c in bare.items()}
     bare_ms = {k: c["predicted_value"] * (1000.0 if c["unit"] == "s" else 1.0) for k, c in bare.items()}
     vllm_cases = set(records[OVERHEAD]["data"]["cases"])
@@ -144,18 +153,7 @@ def test_each_fit_is_the_optimum_its_method_states(here, unfitted):
     assert _fraction(records[READ]["values"]["value"]) == pytest.approx(read)
 
 
-def test_a_fit_over_one_case_is_refused_at_its_line(tmp_path, monkeypatch):
-    root = tmp_path / "kb"
-    for part in ("records", "schema"):
-        shutil.copytree(REPO / part, root / part)
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
-    path = root / "records" / f"{READ}.md"
-    text = path.read_text()
-    found = re.search(r"^cases: \[([^,\]]+),[^\]]*\]$", text, flags=re.M)
-    assert found, "the fit lists its cases on one line, as kb fmt writes them"
-    path.write_text(text[: found.start()] + f"cases: [{found[1]}]" + text[found.end() :])
-    line = text[: found.start()].count("\n") + 1
-    done = run_kb("--root", str(root), "check")
-    assert done.returncode == 1, done.stdout
-    assert f"records/{READ}.md:{line}:1: error KB200 cases: " in done.stdout, done.stdout
+def test_a_fit_over_one_case_is_refused_at_its_line(unfitted):
+    """A constant fitted to one case is that case's answer, not a parameter: the schema wants two cases."""
+    *_, said, line = unfitted
+    assert f"records/{READ}.md:{line}:1: error KB200 cases: " in said, said
