@@ -272,7 +272,16 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
     done = run_kb("--root", str(root), "build", "--no-search", "--out", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
 
+    from kbtools.check.pipeline import checked, start_run
+    from kbtools.corpus import Settings
+    from kbtools.outputs.plan import as_json, make_plan
+
+    run = start_run(Settings.configured(root), use_cache=True, complete=True, on_demand=True)
+    corpus = checked(run)  # the corpus the build checked, read once for the records' plans
+
     def planned(key, *settings):
+        if not settings:  # a record's plan: kb plan's JSON of it, made as kb plan makes it
+            return json.loads(as_json(make_plan(corpus, corpus.records[key])))
         found = run_kb("--root", str(root), "plan", key, *settings, "--format", "json")
         assert found.returncode == 0, found.stderr
         return json.loads(found.stdout)
@@ -319,3 +328,4 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
         page.fill("input[name=in-prefix_tokens]", "32768")
         agrees(planned(MOONCAKE, "accelerator=nvidia-h100-sxm", "prefix_tokens=32768"))
         assert errors == []
+    run.close()
