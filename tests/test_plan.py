@@ -254,7 +254,7 @@ def _numbers(text):
 
 
 @pytest.mark.browser
-def test_the_planner_page_agrees_with_kb_plan(tmp_path):
+def test_the_planner_page_agrees_with_kb_plan(tmp_path, request):
     """A workload's page is the planner: its calculator runs the same formulas in the browser, ranges
     included. For the published workload and the four above, written as records, every per-tier figure on
     the page and its range agree with kb plan's; changing the node and the prefix on the page agrees with
@@ -277,6 +277,7 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
     from kbtools.outputs.plan import as_json, make_plan
 
     run = start_run(Settings.configured(root), use_cache=True, complete=True, on_demand=True)
+    request.addfinalizer(run.close)  # the store is let go of whatever the test finds
     corpus = checked(run)  # the corpus the build checked, read once for the records' plans
 
     def planned(key, *settings):
@@ -328,4 +329,3 @@ def test_the_planner_page_agrees_with_kb_plan(tmp_path):
         page.fill("input[name=in-prefix_tokens]", "32768")
         agrees(planned(MOONCAKE, "accelerator=nvidia-h100-sxm", "prefix_tokens=32768"))
         assert errors == []
-    run.close()

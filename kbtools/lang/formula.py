@@ -426,7 +426,7 @@ def argument_text(argument: ast.expr | None) -> str | None:
     """A function's argument as written, for a message; None for a number literal, which its value says."""
     if argument is None or _literal_number(argument) is not None:
         return None
-    return _source(argument)
+    return node_text(argument)
 
 
 FIGURES = Algebra()
@@ -465,7 +465,7 @@ def walk(
         def arguments() -> list:
             return [algebra.scalar(walk(a, algebra, lookup, param, call), a) for a in node.args]
 
-        return call(ident(node.func.value), node.func.attr, arguments, _source(node))
+        return call(ident(node.func.value), node.func.attr, arguments, node_text(node))
     if isinstance(node, ast.Call):
         name = ident(node.func)
         if name == "default":
@@ -501,10 +501,11 @@ def walk(
     raise FormulaError("KB501", f"{_describe(node)} is not allowed in a formula")
 
 
-@lru_cache(maxsize=4096)
-def _source(node: ast.expr) -> str:
-    """A node of a parsed formula as text (a call, which is keyed by how it reads): parsed formulas are
-    kept (parse_formula), so each of their nodes is written out once."""
+@lru_cache(maxsize=65536)
+def node_text(node: ast.AST) -> str:
+    """A node of a parsed formula as text (a call or a name, which values and their inputs are keyed by):
+    parsed formulas are kept (parse_formula) and shared by every value computed with them, so each of their
+    nodes is written out once, however often a site writes a formula out with its figures."""
     return ast.unparse(node)
 
 

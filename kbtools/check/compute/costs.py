@@ -276,14 +276,7 @@ def cost_lookup(
                     shown,
                     f"'{parts[0]}' is not a record reference (an input, a for_each variable or a reference field)",
                 )
-            try:
-                value = c.field_or_cost(target, parts[1])
-            except ValueFailed:
-                if parts[0] not in bindings:
-                    raise
-                # a row's record whose own cost has no value (it leaves out the field that cost reads: a tier
-                # with no holding price): the row has no value for it, as for a field it leaves out
-                value = None
+            value = c.field_or_cost(target, parts[1])
             choice = parts[0] not in bindings and chosen_references(inputs.get(parts[0]))
             if value is None and choice and ABSENT_FALLBACK.get() is None:
                 raise AbsentValue(shown, target.key, f"{target.key} has no value for '{parts[1]}'")

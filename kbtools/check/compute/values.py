@@ -13,7 +13,16 @@ from typing import Any
 
 from kbtools.corpus import Corpus, Record
 from kbtools.index import QUALIFIED
-from kbtools.lang.formula import Formula, FormulaError, MissingName, Table, evaluate, in_unit, written_out
+from kbtools.lang.formula import (
+    Formula,
+    FormulaError,
+    MissingName,
+    Table,
+    evaluate,
+    in_unit,
+    node_text,
+    written_out,
+)
 from kbtools.lang.interval import Interval, evaluate_range
 from kbtools.lang.units import (
     QuantityError,
@@ -389,13 +398,6 @@ class InlineValue:
 SUBSTITUTE_DEPTH = 3  # derived inputs expanded in place this many levels; deeper ones show their figure
 
 
-@lru_cache(maxsize=65536)
-def _name_of(node: ast.AST) -> str:
-    """A name node's text, as a value's inputs are keyed: a parsed formula's nodes are shared by every value
-    computed with it, and a site writes each formula out with its figures thousands of times."""
-    return ast.unparse(node)
-
-
 def substituted(value: Value, depth: int = 0) -> str:
     """The formula with each input replaced by its figure, expanding derived inputs in place."""
     if value.formula is None:
@@ -403,7 +405,7 @@ def substituted(value: Value, depth: int = 0) -> str:
     inputs = dict(value.inputs)
 
     def name_text(node: ast.AST) -> str | None:
-        found = inputs.get(_name_of(node))
+        found = inputs.get(node_text(node))
         if found is None:
             return None
         if (
