@@ -197,9 +197,10 @@ def kb_store(root: Path) -> Path:
     return state_dir(root, create=True) / "check.sqlite"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def records(tmp_path_factory):
-    """Every record of the repository as `kb export --json` gives it, by key (plan_support.exported_records)."""
+    """Every record of the repository as `kb export --json` gives it, by key (plan_support.exported_records):
+    exported once a worker, read and never changed by the tests that ask for it."""
     from plan_support import exported_records
 
     return exported_records(tmp_path_factory.mktemp("export"))

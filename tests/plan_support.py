@@ -7,10 +7,10 @@ import pytest
 from conftest import REPO, run_kb
 
 
-def exported_records(directory) -> dict:
-    """Every record of the repository as `kb export --json` gives it, by key."""
+def exported_records(directory, root=REPO) -> dict:
+    """Every record of the knowledge base at `root` (the repository's) as `kb export --json` gives it, by key."""
     out = directory / "kb.json"
-    done = run_kb("--root", str(REPO), "export", "--json", str(out))
+    done = run_kb("--root", str(root), "export", "--json", str(out))
     assert done.returncode == 0, done.stderr
     return {r["key"]: r for r in json.loads(out.read_text())["records"]}
 

@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 from conftest import REPO, run_kb
+from plan_support import exported_records
 
 ENGINE, ACCELERATORS, TIER = (
     "engines/vllm",
@@ -23,13 +24,6 @@ OVERHEAD, PREFILL, READ = (
     "fits/hopper-sxm-attainable-prefill",
     "fits/nixl-p2p-rdma-attainable-read",
 )
-
-
-def _export(root, into) -> dict[str, dict]:
-    out = into / "export.json"
-    done = run_kb("--root", str(root), "export", "--json", str(out))
-    assert done.returncode == 0, done.stderr
-    return {r["key"]: r for r in json.loads(out.read_text())["records"]}
 
 
 def _ledger(root) -> dict[str, dict]:
@@ -49,8 +43,8 @@ def _fraction(value: dict) -> float:
 
 
 @pytest.fixture(scope="module")
-def here(tmp_path_factory) -> tuple[dict, dict]:
-    return _export(REPO, tmp_path_factory.mktemp("here")), _ledger(REPO)
+def here(records) -> tuple[dict, dict]:
+    return records, _ledger(REPO)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +65,7 @@ def unfitted(tmp_path_factory) -> tuple[dict, dict, str, int]:
         text, removed = re.subn(rf"^{field}: .*\n", "", path.read_text(), flags=re.M)
         assert removed == 1, (key, field)
         path.write_text(text)
-    exported, ledger = _export(root, into), _ledger(root)
+    exported, ledger = exported_records(into, root), _ledger(root)
     path = root / "records" / f"{READ}.md"
     text = path.read_text()
     found = re.search(r"^cases: \[([^,\]]+),[^\]]*\]$", text, flags=re.M)

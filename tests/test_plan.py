@@ -8,7 +8,7 @@ import json
 
 import pytest
 from conftest import REPO, run_kb
-from plan_support import attainable_prefill, close, exported_records, figure_reader, plan, tier
+from plan_support import attainable_prefill, close, figure_reader, plan, tier
 
 H100_NODE = [
     "model=llama-3-1-70b",
@@ -57,8 +57,8 @@ MOONCAKE = "workloads/mooncake-fast25-llama3-70b-8k-a800"  # the published one, 
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    return exported_records(tmp_path_factory.mktemp("export"))
+def exported(records):
+    return records
 
 
 @pytest.fixture(scope="module")
