@@ -28,7 +28,7 @@ class Code(NamedTuple):
 # kb's own codes a schema's x-kb-require rule may report (each is kb's word for a record that lacks fields): any
 # other code of kb's would pass the rule's finding off as kb's (KB900 as a crash), and a project's own code comes
 # with its severity, as an x-kb-constraints rule's does (kbtools.registry.rules)
-REQUIREMENT_CODES = frozenset({"KB202", "KB308"})
+REQUIREMENT_CODES = frozenset({"KB202", "KB204", "KB308"})
 
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -136,6 +136,14 @@ CODES: dict[str, Code] = {
     ),
     "KB202": Code(
         E, "A required field is missing.", "records/models/x.md:1:1: error KB202 missing required field 'status'"
+    ),
+    "KB204": Code(
+        W,
+        "A field the type expects (x-kb-require with code KB204) is neither stated nor explained: an accelerator "
+        "that states its compute peaks but lacks one the planner may need (FP4, FP8, BF16, INT8), with no reason under "
+        "not_published.",
+        "records/accelerators/x.md:2:1: warning KB204 peak_fp4_dense is neither stated nor explained: add the "
+        "vendor's dense FP4 peak with its source, or say under not_published why there is none",
     ),
     "KB203": Code(
         E,
@@ -262,6 +270,21 @@ CODES: dict[str, Code] = {
         "of the field's name or a derived figure. Nothing is computed from it.",
         "records/workloads/x.md:12:11: error KB405 gpus: -8 is impossible: gpus is a whole number, at least 1 (the "
         "accelerators of one tensor-parallel group)",
+    ),
+    "KB406": Code(
+        W,
+        "A bare number in a quantity field whose unit is not 1: kb read it in the schema's unit, which the writer may "
+        "not have meant (an error under --strict).",
+        "records/storage-tiers/x.md:9:12: warning KB406 bandwidth: the bare number 3200 was read as 3,200 TB/s (the "
+        "field's unit, TB/s); write the unit, '3200 TB/s', or the figure you meant",
+    ),
+    "KB407": Code(
+        W,
+        "A figure is stored in a decimal unit (GB) while its note or its cited source's notes give the same number "
+        "in the binary one (GiB): as bytes it is 6.9 % short of what the vendor states.",
+        "records/accelerators/x.md:12:10: warning KB407 memory_capacity: source x-spec says 96 GiB, and the record "
+        "stores 96 GB, 6.9% fewer bytes; store the quantity as the vendor states it ('96 GiB'), or quote the decimal "
+        "figure the vendor gives",
     ),
     # recomputation
     "KB500": Code(

@@ -20,6 +20,10 @@ GPU = """
     memory_pin_rate: 6.25 Gb/s
     memory_bandwidth: 4.8 TB/s
     peak_fp8_dense: 1979 TFLOP/s
+    not_published:
+      peak_fp4_dense: the test part has no FP4 units in its made-up datasheet
+      peak_bf16_dense: the made-up datasheet lists FP8 only, as some vendor tables do
+      peak_int8_dense: the made-up datasheet lists FP8 only, as some vendor tables do
 """
 
 
@@ -206,6 +210,23 @@ def test_bandwidth_written_without_per_second(kb):
         f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: error KB402 "
         "memory_bandwidth: 4.8 TB is information, expected information per time (like GB/s)"
     ]
+
+
+def test_a_bare_number_says_which_unit_kb_assumed(kb):
+    """A newcomer's `memory_bandwidth: 3200`, meant as GB/s, is read in the field's unit: kb says which, at the
+    number, and --strict refuses it."""
+    base(kb)
+    path = kb.record("accelerators", "gpu-b", "accelerator", "vendor: V\nmemory_bandwidth: 3200\n", body="[[gpu-a]]\n")
+    result = kb.check()
+    assert result.exit_code == 0
+    assert result.find("KB406") == [
+        f"records/accelerators/gpu-b.md:{value_at(path, 'memory_bandwidth')}: warning KB406 memory_bandwidth: the "
+        "bare number 3200 was read as 3,200 GB/s (the field's unit, GB/s); write the unit, '3200 GB/s', or the "
+        "figure you meant"
+    ]
+    assert kb.check("--strict").exit_code == 1
+    kb.record("accelerators", "gpu-b", "accelerator", "vendor: V\nmemory_bandwidth: 3200 GB/s\n", body="[[gpu-a]]\n")
+    assert kb.check("--strict").find("KB406") == []
 
 
 def test_unit_errors_at_their_lines(kb):

@@ -435,7 +435,7 @@ def a_source_without_url(kb) -> None:
         ({"any_of": ["url"], "code": "KB308", "severity": "error"}, "rule KB308: KB308 is kb's own, whose severity"),
         ({"any_of": ["website"], "code": "KB308"}, "rule KB308: any_of: 'website' is not a field of source"),
         ({"any_of": "url"}, "rule KB202: any_of lists the fields a record needs one of, not a string"),
-        ("url", "a rule is an object {any_of, code, severity, message}, not a string"),
+        ("url", "a rule is an object {any_of, code, severity, message, if_any}, not a string"),
     ],
 )
 def test_an_ill_formed_require_rule_is_a_schema_error_not_a_crash(kb, rule, said):

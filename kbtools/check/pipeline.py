@@ -1,5 +1,5 @@
 """The one pipeline: discover -> load -> schema -> links -> near-duplicates -> debris -> constraints -> superseded
--> compute -> freshness.
+-> binary units -> compute -> freshness.
 
 `check_corpus` runs every stage over the whole repository and returns the checked
 Corpus; the CLI, the site and exports all start from it and never re-parse.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from kbtools.check.binary_units import BinaryUnitStage
 from kbtools.check.compute import recompute_costs
 from kbtools.check.constraints import ConstraintsStage
 from kbtools.check.debris import DebrisStage
@@ -31,6 +32,7 @@ STAGES = (
     DebrisStage(),
     ConstraintsStage(),
     SupersededStage(),
+    BinaryUnitStage(),
     recompute_costs,
     ShelfLifeStage(),
 )

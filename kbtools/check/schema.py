@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Any
 
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -158,7 +159,9 @@ def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
     its own code or the one the rule gives the project's."""
     out = []
     for rule in record_type.require:
-        if not any(record.data.get(f) not in (None, "") for f in rule.any_of):
+        if rule.if_any and not any(_stated(record.data, name) for name in rule.if_any):
+            continue
+        if not any(_stated(record.data, name) for name in rule.any_of):
             line, col = record.position(("id",))
             out.append(
                 Diagnostic(
@@ -171,6 +174,16 @@ def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:
                 )
             )
     return out
+
+
+def _stated(data: Any, name: str) -> bool:
+    """Whether the record states `name`: a field, or with dots a key inside an object field
+    (not_published.peak_fp4_dense)."""
+    for part in name.split("."):
+        if not isinstance(data, dict):
+            return False
+        data = data.get(part)
+    return data not in (None, "")
 
 
 def _declared(plan, path: FieldPath) -> set[str]:

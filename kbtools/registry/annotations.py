@@ -472,7 +472,8 @@ ANNOTATIONS: dict[str, Annotation] = {
             "type",
             _requirements,
             _require_problems,
-            doc="[{any_of: [fields], code, severity, message}]: a record with none of the fields gets the rule's "
+            doc="[{any_of: [fields], code, severity, message, if_any: [fields]}]: a record with none of the fields "
+            "(a dotted name is a key inside an object field), judged only when it states one of if_any's, gets the rule's "
             "code: KB202 when it names none, one of kb's own for it (diagnostics.REQUIREMENT_CODES, whose severity "
             "kb sets) or, checked as a constraint's is, the project's own with its severity (rules.require_problems)",
         ),

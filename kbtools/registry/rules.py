@@ -111,7 +111,7 @@ def rule_code_problems(rule: dict[str, Any], kind: str, own: frozenset[str] = fr
     return problems
 
 
-REQUIRE_KEYS = ("any_of", "code", "severity", "message")
+REQUIRE_KEYS = ("any_of", "code", "severity", "message", "if_any")
 DEFAULT_REQUIRE_CODE = "KB202"  # a rule that names no code reports what a missing required field does
 
 
@@ -131,7 +131,20 @@ def require_problems(rule: Any, fields: set[str], type_name: str) -> list[str]:
         problems.append(f"rule {code}: any_of lists the fields a record needs one of, not {json_kind(any_of)}")
     else:
         problems.extend(
-            f"rule {code}: any_of: '{name}' is not a field of {type_name}" for name in any_of if name not in fields
+            f"rule {code}: any_of: '{name}' is not a field of {type_name}"
+            for name in any_of
+            if name.split(".")[0] not in fields  # a dotted name is a key inside an object field
+        )
+    if_any = rule.get("if_any", [])
+    if not (isinstance(if_any, list) and all(isinstance(name, str) for name in if_any)):
+        problems.append(
+            f"rule {code}: if_any lists the fields whose presence makes the rule apply, not {json_kind(if_any)}"
+        )
+    else:
+        problems.extend(
+            f"rule {code}: if_any: '{name}' is not a field of {type_name}"
+            for name in if_any
+            if name.split(".")[0] not in fields
         )
     if "message" in rule and not (isinstance(rule["message"], str) and rule["message"].strip()):
         problems.append(f"rule {code}: message is a sentence saying what the record needs")
@@ -140,12 +153,14 @@ def require_problems(rule: Any, fields: set[str], type_name: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Requirement:
-    """One well-formed x-kb-require rule: a record with none of the fields `any_of` names gets `code`."""
+    """One well-formed x-kb-require rule: a record with none of the fields `any_of` names gets `code` (when `if_any`
+    is given, only a record that states one of those fields is judged)."""
 
     any_of: tuple[str, ...]
     code: str = DEFAULT_REQUIRE_CODE
     severity: Severity | None = None  # a project's own code's; None for kb's own, whose severity kb sets
     message: str | None = None
+    if_any: tuple[str, ...] = ()  # the rule applies only to a record stating one of these (all, when empty)
 
     @classmethod
     def of(cls, rule: dict[str, Any]) -> Requirement:
@@ -155,4 +170,5 @@ class Requirement:
             code=rule.get("code", DEFAULT_REQUIRE_CODE),
             severity=Severity(rule["severity"]) if "severity" in rule else None,
             message=rule.get("message"),
+            if_any=tuple(rule.get("if_any", ())),
         )

@@ -58,6 +58,7 @@ def parse_quantities(c: Evaluator, record: Record) -> None:
             except QuantityError as exc:
                 c.report_value(exc.code, record, path, f"{dotted(path)}: {exc.message}")
                 continue
+            bare_number(c, record, path, value, plan.quantity, written)
             if possible(c, record, path, value, plan, written):
                 c.written[(record.key, path)] = written
         elif plan.inputs and isinstance(value, dict):
@@ -75,6 +76,24 @@ def parse_quantities(c: Evaluator, record: Record) -> None:
                     continue
                 if possible(c, record, path + (name,), item, field):
                     c.written[(record.key, path + (name,))] = written
+
+
+def bare_number(c: Evaluator, record: Record, path: FieldPath, raw: Any, unit: str, written: Written) -> None:
+    """KB406: a bare number in a field whose unit is not 1 takes the schema's unit silently, and a newcomer's
+    `bandwidth: 3200` (meant as GB/s) becomes 3,200 TB/s. Say which unit kb assumed, so the writer can see it."""
+    number = raw.get("value") if isinstance(raw, dict) else raw
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or unit in ("", "*", "1"):
+        return
+    if written.quantity.dimensionless:
+        return
+    where = path + ("value",) if isinstance(raw, dict) else path
+    c.report_value(
+        "KB406",
+        record,
+        where,
+        f"{dotted(path)}: the bare number {number} was read as {format_quantity(written.quantity)} (the field's unit, "
+        f"{unit}); write the unit, '{number} {unit}', or the figure you meant",
+    )
 
 
 def possible(
@@ -126,6 +145,8 @@ def parse_competing(
         except QuantityError as exc:
             c.report_value(exc.code, record, path + (index,), f"{dotted(path + (index,))}: {exc.message}")
             return
+        if canonical is not None:
+            bare_number(c, record, path + (index,), item, canonical, parsed[-1])
     in_field_unit = canonical is not None and plan is not None and canonical == plan.quantity
     if not all(
         [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -123,7 +124,15 @@ class Value:
             return f"table of {count} row{'' if count == 1 else 's'}" + (
                 " (no row's record has a value for what the formula reads)" if not count else ""
             )
-        return format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
+        shown = format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
+        written = f"{self.quantity.units:~P}"
+        if not self.computed and unit is None and BINARY_PREFIX.match(written):
+            # a vendor's GiB figure is shown as the vendor states it, its decimal bytes beside it
+            return f"{format_quantity(self.quantity, written, 6)} ({shown})"
+        return shown
+
+
+BINARY_PREFIX = re.compile(r"^[KMGTP]i[Bb]")  # KiB, MiB, GiB ... (and per-second forms)
 
 
 @lru_cache(maxsize=256)
