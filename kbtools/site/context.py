@@ -60,6 +60,10 @@ class SiteContext:
         self.errors_by_path: dict[str, list[Diagnostic]] = defaultdict(list)
         for d in corpus.diagnostics:
             self.errors_by_path[d.path].append(d)
+        for found in self.errors_by_path.values():
+            # in the file's order: a run that judged some stages again (kb serve's refresh) lists its findings in
+            # another order than a cold run, and a page must not depend on which run made it
+            found.sort(key=lambda d: (d.line or 0, d.column or 0, d.code, d.message))
         # a record whose file name is no valid id (KB108, shown only under --force) gets no page and is
         # never a link target: its name would otherwise reach paths and hrefs
         self.pages = {
