@@ -15,7 +15,7 @@ from test_attention_layouts import kv_at
 from test_cost_model import explain
 from test_from_config import checks_clean, from_config, written
 
-from kbtools.authoring.hfconfig import RULES_FILE
+from kbtools.authoring.hfarchitecture import RULES_FILE
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf-configs"
 BF16 = 2  # bytes a KV element takes in the weights' dtype, bfloat16
@@ -92,16 +92,64 @@ EXPECTED = {
         {4096: 64 * 4096 * 4096, 65536: 16 * 4096 * 65536 + 48 * 4096 * 4096},
     ),
 }
+FP32 = 4  # bytes a state element takes in float32
 # Qwen3-Next 80B-A3B: full_attention_interval 4 -> 12 full-attention layers x 2 KV heads x 256, and 36
-# Gated DeltaNet layers of fixed state, 32 value heads x 128 x 128 at linear_state_dtype_size (added: 4 B)
+# Gated DeltaNet layers of fixed state, 32 value heads x 128 x 128, kept in float32 as modeling_qwen3_next.py
+# keeps it (the config names no state dtype): 75,497,472 B, the 75.5 MB the issue found left out
 NEXT_FULL = 12 * per_layer(2, 256)
-NEXT_STATE = 36 * 32 * 128 * 128 * 4
+NEXT_STATE = 36 * 32 * 128 * 128 * FP32
 EXPECTED["qwen3-next-80b-a3b"] = (
     NEXT_FULL,
-    {4096: NEXT_FULL * 4096 + NEXT_STATE, 262144: NEXT_FULL * 262144 + NEXT_STATE},
+    {4096: NEXT_FULL * 4096 + NEXT_STATE, 32768: NEXT_FULL * 32768 + NEXT_STATE},
 )
+# Nemotron-H 56B: hybrid_override_pattern has 118 blocks, 54 Mamba-2 (M), 54 MLP (-), 10 attention (*); the
+# attention blocks cache 8 KV heads x 128 (head_dim absent: NemotronHConfig's default 128); each Mamba-2 block
+# keeps 256 heads x 64 x a 256-wide state in float32 (mamba_ssm_cache_dtype absent: the class default)
+H56_KV = 10 * per_layer(8, 128)
+H56_STATE = 54 * 256 * 64 * 256 * FP32
+EXPECTED["nemotron-h-56b-base-8k"] = (H56_KV, {1024: H56_KV * 1024 + H56_STATE, 8192: H56_KV * 8192 + H56_STATE})
+# Nemotron 3 Nano 30B-A3B: 52 blocks, 23 Mamba-2 (M), 23 MoE (E), 6 attention (*); 2 KV heads x 128; Mamba-2
+# state 64 heads x 64 x 128, float32 as mamba_ssm_cache_dtype says
+NANO_KV = 6 * per_layer(2, 128)
+NANO_STATE = 23 * 64 * 64 * 128 * FP32
+EXPECTED["nemotron-3-nano-30b-a3b"] = (
+    NANO_KV,
+    {4096: NANO_KV * 4096 + NANO_STATE, 262144: NANO_KV * 262144 + NANO_STATE},
+)
+# Kimi K2 (bare, model_type kimi_k2 with an auto_map to remote code): DeepSeek V3's MLA, 61 x (512 + 64)
+EXPECTED["kimi-k2-instruct"] = (61 * (512 + 64) * BF16, {4096: 70272 * 4096, 131072: 70272 * 131072})
+# Qwen3.5 (issue 45, item 5): layer_types, 3 Gated DeltaNet layers to 1 gated full-attention layer; the full
+# layers cache KV heads x 256; each Gated DeltaNet layer keeps value heads x 128 x 128 in float32 (the configs'
+# mamba_ssm_dtype, and what modeling_qwen3_5*.py keeps)
+QWEN35 = {  # fixture: (full-attention layers, KV heads, linear layers, linear value heads)
+    "qwen3.5-27b": (16, 4, 48, 48),
+    "qwen3.5-35b-a3b": (10, 2, 30, 32),
+    "qwen3.5-122b-a10b": (12, 2, 36, 64),
+    "qwen3.5-397b-a17b": (15, 2, 45, 64),
+}
+for fixture, (full, kv_heads, linear, value_heads) in QWEN35.items():
+    kv, state = full * per_layer(kv_heads, 256), linear * value_heads * 128 * 128 * FP32
+    EXPECTED[fixture] = (kv, {8192: kv * 8192 + state, 262144: kv * 262144 + state})
+# MiniMax-M2.5 and M2.7: 62 layers, all softmax attention over the whole context, 8 KV heads x 128; M2.5's copy
+# names no dtype, so the test adds the 2 B its record states
+EXPECTED["minimax-m2.5"] = (62 * per_layer(8, 128), {32768: 253952 * 32768, 196608: 253952 * 196608})
+EXPECTED["minimax-m2.7"] = (62 * per_layer(8, 128), {32768: 253952 * 32768, 204800: 253952 * 204800})
+# GLM-5 and GLM-5.1: 78 layers of MLA (512 + 64, bf16) plus a 128-wide indexer key on each of the 78 layers at the
+# 1 B the records state (the configs name no indexer dtype)
+GLM5 = 78 * (512 + 64) * BF16 + 78 * 128 * 1
+EXPECTED["glm-5"] = (GLM5, {32768: GLM5 * 32768, 202752: GLM5 * 202752})
+EXPECTED["glm-5.1"] = (GLM5, {32768: GLM5 * 32768, 202752: GLM5 * 202752})
+# Qwen3-VL 8B (dense) and 30B-A3B (MoE) text models: every layer full attention; 36 x 8 KV heads x 128 and
+# 48 x 4 x 128
+EXPECTED["qwen3-vl-8b"] = (36 * per_layer(8, 128), {4096: 147456 * 4096, 262144: 147456 * 262144})
+EXPECTED["qwen3-vl-30b-a3b"] = (48 * per_layer(4, 128), {4096: 98304 * 4096, 262144: 98304 * 262144})
 # what kb asks a person to add, for fixtures whose config does not state it
-ADDED = {"gpt-oss-20b": "kv_dtype_size: 2 B", "qwen3-next-80b-a3b": "linear_state_dtype_size: 4 B"}
+ADDED = {
+    "gpt-oss-20b": "kv_dtype_size: 2 B",
+    "minimax-m2.5": "kv_dtype_size: 2 B",
+    "glm-5": "index_dtype_size: 1 B",
+    "glm-5.1": "index_dtype_size: 1 B",
+}
 
 
 def new_from_fixture(kb, fixture: str) -> Path:
@@ -113,8 +161,10 @@ def new_from_fixture(kb, fixture: str) -> Path:
 
 
 def test_every_fixture_is_tested_or_refused():
-    refused = {"nemotron-super-49b", "qwen3-vl-8b"}
-    assert {p.stem for p in FIXTURES.glob("*.json")} == set(EXPECTED) | refused
+    refused = {"nemotron-super-49b"}
+    # read, with part of the KV geometry named as left out (test_gemma_4_..., test_glm_5_2_...)
+    left_out = {"gemma-4-26b-a4b", "glm-5.2"}
+    assert {p.stem for p in FIXTURES.glob("*.json")} == set(EXPECTED) | refused | left_out
 
 
 @pytest.mark.parametrize("fixture", sorted(EXPECTED))
@@ -209,8 +259,12 @@ def test_an_unknown_model_type_is_refused_naming_it(kb):
 
 
 def test_a_wrapper_is_read_by_its_inner_model_type(kb):
-    result = from_config(kb, (FIXTURES / "qwen3-vl-8b.json").read_text())
-    assert result.exit_code == 2 and "model_type 'qwen3_vl_text' has no rule" in result.err, result.err
+    result = from_config(kb, (FIXTURES / "qwen3-vl-8b.json").read_text(), "VL")
+    text = written(kb, result).read_text()
+    assert "model_type qwen3_vl_text" in text and "num_layers: 36" in text and "num_kv_heads: 8" in text
+    config = json.loads((FIXTURES / "qwen3-vl-8b.json").read_text())
+    del config["text_config"]["model_type"]  # the wrapper's configuration class names the language model
+    assert "model_type qwen3_vl_text" in written(kb, from_config(kb, config, "VL bare")).read_text()
 
 
 def test_a_config_without_a_model_type_is_refused(kb):
@@ -251,7 +305,8 @@ def test_each_rule_cites_the_transformers_files_it_follows(model_type):
     source = RULES["architectures"][model_type]["source"]
     assert re.fullmatch(r"v\d+\.\d+\.\d+", source["transformers"])
     assert source["files"] and all(
-        re.fullmatch(r"src/transformers/models/\w+/(configuration|modeling)_\w+\.py", f) for f in source["files"]
+        re.fullmatch(r"src/transformers/(models/\w+/(configuration|modeling)_\w+|cache_utils)\.py", f)
+        for f in source["files"]
     ), source
 
 
@@ -264,3 +319,278 @@ def test_each_wrapper_names_a_ruled_language_model_and_cites_its_class(wrapper):
 
 def test_the_rules_cover_at_least_25_architectures():
     assert len(RULES["architectures"]) >= 25
+
+
+def test_the_docs_count_the_rules():
+    docs = (Path(__file__).parents[1] / "docs" / "records.md").read_text()
+    assert f"({len(RULES['architectures'])} architectures," in docs
+
+
+def test_qwen3_next_drafts_its_state_dtype_and_names_the_convolution_state(kb):
+    """Issue 45, item 5: the Gated DeltaNet state was drafted without its dtype, so the record's KV at a context
+    left the whole state out. The config names no state dtype; modeling_qwen3_next.py keeps the state in float32."""
+    result = from_config(kb, (FIXTURES / "qwen3-next-80b-a3b.json").read_text(), "Next")
+    text = written(kb, result).read_text()
+    assert "linear_state_dtype_size: 4 B" in text and "keeps the state in float32" in text
+    # the convolution state: (2 x 16 key heads x 128 + 32 value heads x 128) x (kernel 4 - 1), per layer
+    conv = (2 * 16 * 128 + 32 * 128) * (4 - 1)
+    assert (
+        f"convolution state of each linear-attention layer (conv kernel - 1 positions of the q, k and v channels): {conv:,} elements a layer, {36 * conv:,} over 36 layers"
+        in result.out
+    )
+    checks_clean(kb)
+    assert explain(kb, "models/next.linear_state_bytes").startswith(
+        f"models/next.linear_state_bytes = {NEXT_STATE:,} B"
+    )
+
+
+def test_nemotron_h_counts_attention_and_mamba_blocks_not_mlp_blocks(kb):
+    result = from_config(kb, (FIXTURES / "nemotron-h-56b-base-8k.json").read_text(), "H56")
+    text = written(kb, result).read_text()
+    # 54 M + 10 * of the 118 blocks; the 54 MLP blocks keep nothing
+    assert "num_layers: 64" in text and "linear_attention_layers: 54" in text
+    assert "linear_num_value_heads: 256" in text and "linear_key_head_dim: 256" in text
+    assert "linear_value_head_dim: 64" in text and "linear_state_dtype_size: 4 B" in text
+    assert "54 MLP or MoE (no cache)" in text and "mamba_ssm_cache_dtype float32 is the default" in text
+    # Mamba-2 conv state: (256 heads x 64 + 2 x 8 groups x 256) x (conv_kernel 4 - 1)
+    conv = (256 * 64 + 2 * 8 * 256) * 3
+    assert "convolution state of each Mamba-2 layer" in result.out and f"{conv:,} elements a layer" in result.out
+    checks_clean(kb)
+    assert explain(kb, "models/h56.full_attention_layers").startswith("models/h56.full_attention_layers = 10")
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("M*-X", "'hybrid_override_pattern' has block kinds kb does not know: 'X'"),
+        ("M*-", "'hybrid_override_pattern' lists 3 layers, but num_hidden_layers is 4"),
+    ],
+)
+def test_a_nemotron_h_pattern_kb_cannot_read_is_refused(kb, pattern, message):
+    config = {**json.loads((FIXTURES / "nemotron-3-nano-30b-a3b.json").read_text()), "num_hidden_layers": 4}
+    result = from_config(kb, {**config, "hybrid_override_pattern": pattern})
+    assert result.exit_code == 2 and message in result.err and "nothing written" in result.err, result.err
+
+
+def test_gemma_4_leaves_out_a_kv_geometry_its_layers_do_not_share(kb):
+    """Gemma 4 26B-A4B: the 25 sliding layers cache 8 KV heads x 256, the 5 full layers 2 x 512 (attention_k_eq_v,
+    num_global_key_value_heads, global_head_dim). A record has one geometry, so kb drafts none and says why."""
+    result = from_config(kb, (FIXTURES / "gemma-4-26b-a4b.json").read_text(), "G4")
+    text = written(kb, result).read_text()
+    assert "num_kv_heads:" not in text and "head_dim:" not in text
+    assert "sliding_window_layers: 25" in text and "sliding_window: 1024 token" in text
+    assert "num_experts: 128" in text and "experts_per_token: 8" in text  # top_k_experts
+    assert (
+        "num_kv_heads and head_dim (num_kv_heads 8, head_dim 256 on some layers only): its full_attention layers "
+        "cache 2 KV heads x 512, the others 8 x 256" in result.out
+    )
+    checks_clean(kb)
+    assert "has no value 'kv_bytes_per_token'" in kb.run("explain", "models/g4.kv_bytes_per_token").err
+
+
+def test_gemma_4_layers_that_reuse_kv_are_named_not_counted(kb):
+    config = json.loads((FIXTURES / "gemma-4-26b-a4b.json").read_text())
+    config["text_config"].update(attention_k_eq_v=False, global_head_dim=256, num_kv_shared_layers=10)
+    result = from_config(kb, config, "G4 Shared")
+    assert "10 layers reuse an earlier layer's KV (num_kv_shared_layers)" in result.out
+    assert "num_kv_heads:" not in written(kb, result).read_text()
+
+
+def test_gemma_4_bidirectional_everywhere_is_refused(kb):
+    config = json.loads((FIXTURES / "gemma-4-26b-a4b.json").read_text())
+    config["text_config"]["use_bidirectional_attention"] = "all"
+    result = from_config(kb, config)
+    assert result.exit_code == 2 and "'use_bidirectional_attention' is 'all': every token attends" in result.err
+
+
+def test_bare_kimi_k2_is_read_as_deepseek_v3_without_running_its_remote_code(kb):
+    text = written(kb, from_config(kb, (FIXTURES / "kimi-k2-instruct.json").read_text(), "K2")).read_text()
+    assert "attention: mla" in text and "num_experts: 384" in text and "max_context: 131072 token" in text
+    assert "the config's auto_map names remote code, which kb does not run" in text
+
+
+def test_kimi_k2_takes_no_default_for_what_its_config_lacks(kb):
+    config = json.loads((FIXTURES / "kimi-k2-instruct.json").read_text())
+    del config["qk_rope_head_dim"]  # DeepseekV3Config would supply 64; the remote class is not kb's to read
+    result = from_config(kb, config)
+    assert result.exit_code == 2 and "kimi_k2 is MLA, but qk_rope_head_dim is missing" in result.err
+
+
+def test_an_unruled_config_with_remote_code_says_so(kb):
+    config = {**json.loads((FIXTURES / "kimi-k2-instruct.json").read_text()), "model_type": "kimi_k9"}
+    result = from_config(kb, config)
+    assert "model_type 'kimi_k9' has no rule" in result.err and "its auto_map names remote code" in result.err
+
+
+def test_a_linear_state_without_a_dtype_rule_is_named_missing(kb):
+    """MiniMax's rule gives the lightning-attention state's shape but no dtype: the draft says so instead of
+    leaving the state out of the KV at a context in silence."""
+    config = {
+        "model_type": "minimax",
+        "num_hidden_layers": 4,
+        "hidden_size": 512,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "torch_dtype": "bfloat16",
+    }
+    result = from_config(kb, config)
+    assert "not in the config: linear_state_dtype_size (the element type of the linear-attention state" in result.out
+
+
+# Issue 45, item 5 (continued): the fields each hand-written record states, as the draft must give them
+RECORD_FIELDS = {
+    "qwen3.5-27b": {
+        "num_layers": 64,
+        "num_attention_heads": 24,
+        "num_kv_heads": 4,
+        "head_dim": 256,
+        "architecture": "dense",
+        "linear_attention_layers": 48,
+        "linear_num_value_heads": 48,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_state_dtype_size": "4 B",
+        "kv_dtype_size": "2 B",
+        "max_context": "262144 token",
+    },
+    "qwen3.5-35b-a3b": {
+        "num_layers": 40,
+        "num_attention_heads": 16,
+        "num_kv_heads": 2,
+        "head_dim": 256,
+        "num_experts": 256,
+        "experts_per_token": 8,
+        "shared_experts": 1,
+        "linear_attention_layers": 30,
+        "linear_num_value_heads": 32,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_state_dtype_size": "4 B",
+    },
+    "qwen3.5-122b-a10b": {
+        "num_layers": 48,
+        "num_attention_heads": 32,
+        "num_kv_heads": 2,
+        "head_dim": 256,
+        "num_experts": 256,
+        "experts_per_token": 8,
+        "shared_experts": 1,
+        "linear_attention_layers": 36,
+        "linear_num_value_heads": 64,
+        "linear_state_dtype_size": "4 B",
+    },
+    "qwen3.5-397b-a17b": {
+        "num_layers": 60,
+        "num_attention_heads": 32,
+        "num_kv_heads": 2,
+        "head_dim": 256,
+        "num_experts": 512,
+        "experts_per_token": 10,
+        "shared_experts": 1,
+        "linear_attention_layers": 45,
+        "linear_num_value_heads": 64,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_state_dtype_size": "4 B",
+    },
+    "minimax-m2.5": {
+        "num_layers": 62,
+        "num_attention_heads": 48,
+        "num_kv_heads": 8,
+        "head_dim": 128,
+        "num_experts": 256,
+        "experts_per_token": 8,
+        "attention": "gqa",
+        "max_context": "196608 token",
+    },
+    "minimax-m2.7": {
+        "num_layers": 62,
+        "num_attention_heads": 48,
+        "num_kv_heads": 8,
+        "head_dim": 128,
+        "num_experts": 256,
+        "experts_per_token": 8,
+        "kv_dtype_size": "2 B",
+        "max_context": "204800 token",
+    },
+    "glm-5": {
+        "num_layers": 78,
+        "num_attention_heads": 64,
+        "attention": "mla",
+        "q_lora_rank": 2048,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 192,
+        "v_head_dim": 256,
+        "num_experts": 256,
+        "experts_per_token": 8,
+        "shared_experts": 1,
+        "sparse_topk": "2048 token",
+        "index_n_heads": 32,
+        "index_head_dim": 128,
+        "max_context": "202752 token",
+    },
+    "glm-5.1": {
+        "num_layers": 78,
+        "num_attention_heads": 64,
+        "attention": "mla",
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 256,
+        "num_experts": 256,
+        "sparse_topk": "2048 token",
+        "index_n_heads": 32,
+        "index_head_dim": 128,
+    },
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(RECORD_FIELDS))
+def test_a_2026_config_drafts_the_fields_its_record_states(kb, fixture):
+    text = written(kb, from_config(kb, (FIXTURES / f"{fixture}.json").read_text(), fixture)).read_text()
+    for field, value in RECORD_FIELDS[fixture].items():
+        assert f"\n{field}: {value}\n" in text, (fixture, field, value)
+
+
+def test_qwen3_5_names_its_convolution_state_and_a_state_dtype_its_code_does_not_keep(kb):
+    result = from_config(kb, (FIXTURES / "qwen3.5-27b.json").read_text(), "Q27")
+    # (2 x 16 key heads x 128 + 48 value heads x 128) x (kernel 4 - 1), in each of the 48 Gated DeltaNet layers
+    conv = (2 * 16 * 128 + 48 * 128) * 3
+    assert f"{conv:,} elements a layer, {48 * conv:,} over 48 layers" in result.out
+    assert "the config's mamba_ssm_dtype names the same" in written(kb, result).read_text()
+    config = json.loads((FIXTURES / "qwen3.5-27b.json").read_text())
+    config["text_config"]["mamba_ssm_dtype"] = "bfloat16"
+    result = from_config(kb, config, "Q27 BF16 state")
+    assert "linear_state_dtype_size:" not in written(kb, result).read_text()
+    assert "linear_state_dtype_size (the config's mamba_ssm_dtype is 'bfloat16', but qwen3_5_text's code" in result.out
+
+
+def test_minimax_m2_refuses_a_layer_kind_its_code_does_not_build(kb):
+    config = json.loads((FIXTURES / "minimax-m2.7.json").read_text())
+    config["attn_type_list"][0] = 0
+    result = from_config(kb, config)
+    assert result.exit_code == 2 and "'attn_type_list' holds 0, where minimax_m2's code takes only 1" in result.err
+
+
+def test_glm_5_2_leaves_out_an_indexer_only_some_layers_keep(kb):
+    """GLM-5.2's indexer_types give 21 of its 78 layers their own indexer; the other 57 reuse an earlier top-k and
+    cache no indexer keys (modeling_glm_moe_dsa.py), so a record's per-layer indexer would overcount them."""
+    result = from_config(kb, (FIXTURES / "glm-5.2.json").read_text(), "GLM 5.2")
+    text = written(kb, result).read_text()
+    assert "index_n_heads:" not in text and "index_head_dim:" not in text and "sparse_topk:" not in text
+    assert "32 heads x 128, top-2048, on 21 of the 78 layers only): the other 57 reuse an earlier layer's" in result.out
+    checks_clean(kb)
+    # the MLA latent alone: 78 x (512 + 64) x 2 B, the indexer keys named as left out
+    assert explain(kb, "models/glm-5-2.kv_bytes_per_token").startswith(
+        f"models/glm-5-2.kv_bytes_per_token = {78 * 576 * 2:,} B/token"
+    )
+
+
+@pytest.mark.parametrize(
+    "keys, own",
+    [({"index_topk_freq": 4, "index_skip_topk_offset": 3}, 21), ({"index_topk_pattern": "FS" * 39}, 39)],
+)
+def test_glm_moe_dsa_builds_its_indexer_layers_as_its_configuration_class_does(kb, keys, own):
+    config = {**json.loads((FIXTURES / "glm-5.1.json").read_text()), **keys}
+    result = from_config(kb, config)
+    assert f"on {own} of the 78 layers only" in result.out, result.out

@@ -79,10 +79,14 @@ def _placeholder(
 
 
 def _conditional_required(schema: dict[str, Any], data: dict[str, Any]) -> list[str]:
-    """Fields the schema's `if`/`then` parts require of a record like `data` (the first way of each anyOf)."""
+    """Fields the schema's `if`/`then` parts, and a top-level anyOf, require of a record like `data` (the first way of
+    each anyOf)."""
     from jsonschema import Draft202012Validator
 
     wanted: list[str] = []
+    for choice in schema.get("anyOf", [])[:1]:  # a top-level anyOf of requireds: its first way (published)
+        if isinstance(choice, dict):
+            wanted += [f for f in choice.get("required", []) if isinstance(f, str)]
     for part in schema.get("allOf", []):
         if not (isinstance(part, dict) and isinstance(part.get("if"), dict) and isinstance(part.get("then"), dict)):
             continue
@@ -197,7 +201,8 @@ def new_record(
                 f"{article(type_name)} {type_name} record cannot be read from a config: its schema declares no x-kb-from-config "
                 f"(types that can: {', '.join(readers) or 'none'})"
             )
-        from kbtools.authoring.hfconfig import ConfigError, load_config, read_config, record_text
+        from kbtools.authoring.hfconfig import ConfigError, read_config, record_text
+        from kbtools.authoring.hfvalues import load_config
 
         try:
             reading = read_config(load_config(from_config), from_config, dict(reader.get("fields", {})))
