@@ -50,6 +50,7 @@ WORKLOADS = {
         "hit_rate=1",
         "distinct_prefixes=100",
         "request_rate=20",
+        "host_pool_size=200",  # LMCache configured with 200 GB a worker, not its default 5 GiB
         "tiers=local-nvme-gen4,gpu-hbm-h100,host-dram-pcie5",
     ],
 }
@@ -173,7 +174,8 @@ def test_bands_give_the_range_at_their_corners(stated, h100_share):
 
 def test_the_working_set_and_the_load_flag_a_tier_that_cannot_serve(stated):
     """100 distinct 32K prefixes do not fit the node's HBM once the weights are in; 20 requests a second of
-    32K hits need more than the node's Gen4 drives give; host DRAM holds them and keeps up. Both limits are
+    32K hits need more than the node's Gen4 drives give; host DRAM, with LMCache given 200 GB a worker,
+    holds them and keeps up. Both limits are
     said, and those tiers rank last."""
     found = plan(*WORKLOADS["fit-and-load"])
     kv, _ = kv_and_flops(stated, "models/llama-3-1-70b", 32768)

@@ -417,10 +417,22 @@ def hand_plan(s: Stated, key: str) -> dict:
         weights = model.weight_bytes()
         # what the tier holds for the node: each accelerator's own share, or the node's one pool; HBM also keeps
         # the weights and whatever the engine does not take for itself
+        # the share of HBM the engine takes: the workload's, else the engine's default, else all of it
+        memory_share = s.q(key, "gpu_memory_fraction", engine_flag("gpu_memory_fraction", 1.0))
         if capacity is not None and (weights is not None or not hbm):
             held = capacity * (1.0 if shared else gpus)
             if hbm:
-                held = held * engine_flag("gpu_memory_fraction", 1.0) - weights
+                held = held * memory_share - weights
+            elif crossed and s.data(t, "network") != "compute-fabric":
+                # host memory holds at most the engine's host pool on each rank that stores a copy (one for an
+                # MLA latent): the workload's size, else the engine's, else its ratio × each rank's HBM KV pool
+                pool = s.q(key, "host_pool_size", engine_flag("host_pool_size", None))
+                ratio = engine_flag("host_pool_ratio", None)
+                if pool is None and ratio is not None:
+                    per_rank = s.q(acc, "memory_capacity") * memory_share
+                    pool = ratio * max(per_rank - weights / gpus, 1e9)
+                if pool is not None:
+                    held = min(held, pool * (1.0 if mla else gpus))
             f["tier_kv_capacity"] = held
         # HBM keeps every rank's copy; an offload tier one MLA latent, or every rank's slice otherwise
         f["stored_working_set"] = node["working_set"] * (1.0 if (mla and not hbm) else copies)
@@ -432,8 +444,11 @@ def hand_plan(s: Stated, key: str) -> dict:
         if "tier_kv_capacity" in f:
             f["prefixes_held"] = held_prefixes = f["tier_kv_capacity"] / prefix_bytes
             if skew is not None:
-                f["hit_rate_lru"] = floor_ * ceiling * lru_by_hand(per_replica, held_prefixes, skew)
-                f["hit_rate_optimal"] = floor_ * ceiling * top_by_hand(per_replica, held_prefixes, skew)
+                # an offload tier holds whole offload blocks of the engine's connector (its GPU block by default)
+                offload_block = engine_flag("offload_block_tokens", block)
+                tier_floor = floor_ * (1 if hbm else min(math.floor(n / offload_block), 1))
+                f["hit_rate_lru"] = tier_floor * ceiling * lru_by_hand(per_replica, held_prefixes, skew)
+                f["hit_rate_optimal"] = tier_floor * ceiling * top_by_hand(per_replica, held_prefixes, skew)
         if compute is not None:
             f["hit_ttft_serial"] = overhead + hit + compute
             # a layer-by-layer load overlaps the forward pass: the longer of the two, plus one layer of the other
