@@ -212,7 +212,7 @@ def generate(out: Path, records: int, seed: int = 1, defects: float = 0.0) -> di
             "measurement",
             id_,
             envelope(rng, "measurement", id_, sources())
-            + f"metric: KV transfer rate\nvalue: {rng.uniform(5, 200):.1f} GB/s\nmeasured_by: {rng.choice(['vendor', 'project', 'third-party'])}\n"
+            + f"metric: KV transfer rate\nvalue: {rng.uniform(5, 200):.1f} GB/s\nmeasured_by: {rng.choice(['vendor', 'project', 'third-party'])}\npublished: 2026-06-01\n"
             f"engine: {rng.choice(ids['engine'])}\naccelerators: [{', '.join(pick('accelerator', 2))}]\n---\n"
             + body(rng, links()),
         )

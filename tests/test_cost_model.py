@@ -146,6 +146,7 @@ def money(kb, cost: str, price: str = PRICE) -> None:
         value: 8000 token/s
         throughput_kind: output
         measured_by: vendor
+        published: 2026-11-01
         accelerator_count: 8
         accelerators: [gpu-a]
         inputs:

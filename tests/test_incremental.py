@@ -35,6 +35,7 @@ basis: measured
 metric: KV transfer rate
 value: 10 GB/s
 measured_by: vendor
+published: 2026-11-01
 engine: engine-000000
 accelerators: [accelerator-000000]
 inputs:

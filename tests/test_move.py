@@ -62,6 +62,11 @@ def texts(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in sorted((root / "records").rglob("*.md"))}
 
 
+def line_of(text: str, start: str) -> int:
+    """The line number of the first line that starts with `start` (records move as they are edited)."""
+    return next(number for number, line in enumerate(text.splitlines(), 1) if line.startswith(start))
+
+
 OLD, NEW = "pcie-5-x16", "pcie-gen5-x16"
 TOKEN = re.compile(rf"(?<![\w-]){re.escape(OLD)}(?![\w-])")
 
@@ -75,8 +80,10 @@ def test_a_rename_rewrites_every_reference_and_nothing_else(repo):
     assert out[0] == f"moved records/interconnects/{OLD}.md -> records/interconnects/{NEW}.md"
     # each kind of naming, reported at its place: a typed reference, a list item, a cost input, a wikilink,
     # a row of an inline value
-    assert f"records/accelerators/nvidia-h100-sxm.md:57:12: host_link: {OLD} -> {NEW}" in out
-    assert f"records/measurements/vllm-cpu-offload-h100-pcie5.md:18:17: interconnects[]: {OLD} -> {NEW}" in out
+    host_link = line_of(before["records/accelerators/nvidia-h100-sxm.md"], f"host_link: {OLD}")
+    assert f"records/accelerators/nvidia-h100-sxm.md:{host_link}:12: host_link: {OLD} -> {NEW}" in out
+    listed = line_of(before["records/measurements/vllm-cpu-offload-h100-pcie5.md"], "interconnects: [")
+    assert f"records/measurements/vllm-cpu-offload-h100-pcie5.md:{listed}:17: interconnects[]: {OLD} -> {NEW}" in out
     assert any(l.startswith("records/flops/kv-transfer.md:31:") and "inputs.links[]" in l for l in out)
     assert f"records/interconnects/cxl-2-x8.md:32:1: body: interconnects/{OLD} -> interconnects/{NEW}" in out
     assert any(l.startswith("records/flops/kv-transfer.md:80:") and "body" in l for l in out)
