@@ -17,7 +17,6 @@ from kbtools.check.stage import Context, Judgement, Stage
 from kbtools.corpus import FieldPath, Record, dotted
 from kbtools.diagnostics import Diagnostic
 from kbtools.fieldwalk import walk_plan
-from kbtools.lang.units import NUMBER
 
 BINARY_OF = {"kB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB", "PB": "PiB"}
 SHORTFALL = {unit: 1 - 1000**power / 1024**power for power, unit in enumerate(BINARY_OF, 1)}
@@ -43,6 +42,8 @@ class BinaryUnitStage(Stage):
         return Judgement(tuple(findings))
 
     def _binary_source(self, record: Record, ctx: Context, path: FieldPath, entry: Any) -> Diagnostic | None:
+        from kbtools.lang.units import NUMBER  # pint, only when a record is judged: a warm run reuses judgements
+
         text = entry.get("value") if isinstance(entry, dict) else entry
         match = NUMBER.match(text) if isinstance(text, str) else None
         if match is None or match.group(2) not in BINARY_OF:
