@@ -1,6 +1,7 @@
 """What the kb plan tests share: the repository's records as kb exports them (the figures hand arithmetic
 starts from), kb plan's JSON, and one tolerance."""
 
+import functools
 import json
 
 import pytest
@@ -47,10 +48,31 @@ def attainable_prefill(records: dict, accelerator_key: str) -> float:
     return _fitted(records, accelerator_key, "prefill_fit")
 
 
+@functools.cache
+def _repository_corpus():
+    """The repository checked once a test worker, every value decoded, and its store let go at once: a run held
+    open would keep other kb processes of the worker waiting on the store."""
+    from kbtools.check.pipeline import checked, start_run
+    from kbtools.corpus import Settings
+
+    run = start_run(Settings.configured(REPO), use_cache=True, complete=True)
+    try:
+        return checked(run)
+    finally:
+        run.close()
+
+
 def plan(*settings):
-    done = run_kb("--root", str(REPO), "plan", *settings, "--format", "json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """kb plan's JSON for a workload record and/or KEY=VALUE settings, made as `kb plan --format json` makes it
+    (kbtools.cli.run_plan) over one checked corpus a worker: the checks of the command's own output, exit code and
+    messages are test_plan's, by the command itself."""
+    from kbtools.outputs.plan import as_json, make_plan, workload
+
+    corpus = _repository_corpus()
+    base = [s for s in settings if "=" not in s]
+    found = make_plan(corpus, workload(corpus, base[0] if base else None, [s for s in settings if "=" in s]))
+    assert not found.diagnostics, [d.message for d in found.diagnostics]
+    return json.loads(as_json(found))
 
 
 def tier(found, key):
