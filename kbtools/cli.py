@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from kbtools import __version__
 from kbtools.corpus import Settings
 from kbtools.diagnostics import Diagnostic, UsageError
 from kbtools.outputs.report import counted
+from kbtools.version import __version__
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -127,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export",
         parents=[common],
-        help="write the checked corpus as SQLite or JSON",
+        help="write the checked corpus as SQLite, JSON, GraphML or YAML files",
         description="Write the checked corpus for other tools. kb replaces a file only if kb export wrote it.",
     )
     export.add_argument(
@@ -144,6 +144,13 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="one JSON document: every record's frontmatter, body and computed values (with their ranges)",
+    )
+    export.add_argument(
+        "--graphml",
+        type=Path,
+        metavar="FILE",
+        help="the link graph as GraphML, for Gephi or yEd: a node per record (type, id, path), an edge per link "
+        "(field, line); needs networkx (pip install 'kbtools[graph]')",
     )
     export.add_argument(
         "--frontmatter",
@@ -465,11 +472,13 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.check.pipeline import check_corpus
     from kbtools.outputs.export import export
 
-    if not args.sqlite and not args.json and not args.frontmatter:
-        print("kb export: say where: --sqlite FILE, --json FILE and/or --frontmatter DIR", file=sys.stderr)
+    if not args.sqlite and not args.json and not args.frontmatter and not args.graphml:
+        print(
+            "kb export: say where: --sqlite FILE, --json FILE, --graphml FILE and/or --frontmatter DIR", file=sys.stderr
+        )
         return EXIT_USAGE
     checked = lambda: check_corpus(settings, use_cache=True, complete=True)  # noqa: E731
-    print(export(settings, args.sqlite, args.json, checked, args.frontmatter))
+    print(export(settings, args.sqlite, args.json, checked, args.frontmatter, args.graphml))
     return EXIT_OK
 
 

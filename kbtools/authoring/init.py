@@ -27,12 +27,12 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote, urlsplit
 
-from kbtools import __version__
 from kbtools.atomic import create_file
 from kbtools.authoring.new import AuthoringError, skeleton
 from kbtools.config import config_file, load_config
 from kbtools.diagnostics import one_line
 from kbtools.registry import load_registry
+from kbtools.version import __version__
 
 STARTER = Path(__file__).resolve().parent.parent / "starter"
 TYPE_SETS = ("minimal", "inference-cost")

@@ -29,13 +29,13 @@ from typing import Any
 
 import yaml
 
-from kbtools import __version__
 from kbtools.atomic import write_synced
 from kbtools.check.compute import scenario_text
 from kbtools.corpus import Corpus, Settings
 from kbtools.outputs.publish import check_output, replaced_whole
 from kbtools.outputs.report import counted
 from kbtools.outputs.targets import OutputError, build_lock, carries_json_mark, inside, protected_paths
+from kbtools.version import __version__
 
 # SQLite keeps a 32-bit application id at offset 68 of a database's header for the program whose file it
 # is; by the convention of SQLite's registry of them (magic.txt, which file(1) reads) it is four ASCII
@@ -46,7 +46,9 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 # the first key of every JSON file kb export writes (targets.carries_json_mark); a user's JSON has no reason to
 # begin with it
 GENERATOR = f"kb export {__version__}"
-_HEAD = 256  # bytes enough to hold either mark, however large the file
+_HEAD = 256  # bytes enough to hold any mark, however large the file
+# a GraphML file kb wrote: the XML declaration, then a comment naming kb export (kbtools.interop.graph)
+_GRAPHML_MARK = re.compile(rb"\A<\?xml [^>]*\?>\n<!-- kb export ")
 
 
 def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
@@ -242,6 +244,14 @@ def write_json(corpus: Corpus, path: Path) -> None:
     )
 
 
+def write_graphml(graph: Any, path: Path) -> None:
+    """The link graph (kbtools.interop.graph.to_networkx) as GraphML, kb's mark in a comment at its head."""
+    from kbtools.interop.graph import graphml_text
+
+    text = graphml_text(graph, GENERATOR)
+    _replace("graphml", path, lambda tmp: write_synced(tmp, text))
+
+
 def _column(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -333,6 +343,8 @@ def _head(path: Path) -> bytes | None:
 def _carries_mark(head: bytes, kind: str) -> bool:
     if kind == "sqlite":
         return head.startswith(_SQLITE_HEADER) and head[68:72] == KB_APPLICATION_ID.to_bytes(4, "big")
+    if kind == "graphml":
+        return _GRAPHML_MARK.match(head) is not None
     return carries_json_mark(head, "generator", "kb export ")
 
 
@@ -398,7 +410,9 @@ def _remove_debris(path: Path) -> None:
     for entry in os.scandir(path.parent):
         if named.fullmatch(entry.name):
             head = _head(Path(entry.path))
-            if head is not None and (head == b"" or any(_carries_mark(head, kind) for kind in ("sqlite", "json"))):
+            if head is not None and (
+                head == b"" or any(_carries_mark(head, kind) for kind in ("sqlite", "json", "graphml"))
+            ):
                 os.unlink(entry.path)
 
 
@@ -427,10 +441,11 @@ def export(
     json_path: Path | None,
     checked: Callable[[], Corpus],
     frontmatter: Path | None = None,
+    graphml: Path | None = None,
 ) -> str:
     """`kb export`: the corpus `checked` returns, as SQLite at `sqlite` (its Datasette metadata beside it),
-    JSON at `json_path` and/or one YAML file per record under the directory `frontmatter`; what to tell the
-    user. Every target is checked before the corpus is, so a refusal (OutputError) leaves everything as it
+    JSON at `json_path`, the link graph as GraphML at `graphml` (kbtools.interop.graph: networkx, the `graph`
+    extra) and/or one YAML file per record under the directory `frontmatter`; what to tell the user. Every target is checked before the corpus is, so a refusal (OutputError) leaves everything as it
     was: one file named for two outputs, a path inside the repository's records or schemas, a link, an
     existing file without kb's mark, a directory holding files kb did not write, or one in a directory that
     does not exist."""
@@ -441,6 +456,7 @@ def export(
             ("sqlite", sqlite, f"--sqlite {sqlite}"),
             ("metadata", metadata, f"the Datasette metadata of --sqlite, {metadata}"),
             ("json", json_path, f"--json {json_path}"),
+            ("graphml", graphml, f"--graphml {graphml}"),
         )
         if path
     ]
@@ -456,6 +472,13 @@ def export(
         for _, path, named in targets:
             if inside(path.resolve(), frontmatter.resolve()):
                 raise OutputError(f"{named} lies inside --frontmatter {frontmatter}, which kb replaces whole")
+    if graphml is not None:
+        from kbtools.interop.graph import require_networkx
+
+        try:
+            require_networkx()  # before the check: a missing networkx is said at once and costs nothing
+        except ImportError as exc:
+            raise OutputError(f"--graphml {graphml}: {exc}") from None
     corpus = checked()
     said = []
     if sqlite and metadata:
@@ -465,6 +488,14 @@ def export(
     if json_path:
         write_json(corpus, json_path)
         said.append(f"wrote {json_path}")
+    if graphml is not None:
+        from kbtools.interop.graph import to_networkx
+
+        graph = to_networkx(corpus)
+        write_graphml(graph, graphml)
+        said.append(
+            f"wrote {graphml}: {counted(graph.number_of_nodes(), 'record')}, {counted(graph.number_of_edges(), 'link')}"
+        )
     if frontmatter is not None:
         count = write_frontmatter(corpus, frontmatter)
         said.append(

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from kbtools import __version__
 from kbtools.diagnostics import CODES, Diagnostic, Severity, one_line
+from kbtools.version import __version__
 
 
 def summarize(diagnostics: Sequence[Diagnostic], records: int) -> dict[str, int]:

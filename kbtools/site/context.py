@@ -15,7 +15,6 @@ from typing import Any
 
 from markupsafe import Markup
 
-from kbtools import __version__
 from kbtools.check.compute import Value, scenario_text, substituted
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import Diagnostic
@@ -27,6 +26,7 @@ from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
 from kbtools.site.theme import Theme, ThemeError
+from kbtools.version import __version__
 
 
 def page_path(key: str | None) -> str:

@@ -13,13 +13,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from kbtools import __version__
 from kbtools.atomic import create_file
 from kbtools.authoring.measure.machine import Figure, read_text
 from kbtools.authoring.new import AuthoringError
 from kbtools.diagnostics import one_line
 from kbtools.ids import id_problem
 from kbtools.signals import signals_held
+from kbtools.version import __version__
 
 
 def machine() -> list[str]:

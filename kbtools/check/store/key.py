@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from kbtools import __version__
 from kbtools.files import MAX_SCHEMA_BYTES, read_regular_file
+from kbtools.version import __version__
 
 # 5: in kb's state directory, rows without a MAC; 6: the index of the corpus (kbtools.check.run.scope); 7: due dates;
 # 8: freshness a Stage, judged per file
