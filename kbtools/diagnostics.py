@@ -388,7 +388,8 @@ CODES: dict[str, Code] = {
     ),
     "KB611": Code(
         W,
-        "A figure typed by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.",
+        'Advice, reported only when the configuration asks for it (`KB611 = "warning"` under `[severity]`): a figure typed '
+        "by hand in a body is a value this record or a record it links to holds; an inline value would keep it true.",
         "records/flops/x.md:30:12: warning KB611 body: 3.35 TB/s is accelerators/nvidia-h100-sxm.memory_bandwidth (3.35 TB/s) typed by hand; write {{ accelerators/nvidia-h100-sxm.memory_bandwidth | TB/s }} so an edit to it cannot leave this stale",
     ),
     # freshness

@@ -5,7 +5,7 @@ a figure ("128 GB/s per direction") and type figures that two fields hold."""
 from __future__ import annotations
 
 import pytest
-from test_prose import line_of
+from test_prose import line_of, opt_in
 
 # the message KB610 gives for bandwidth_per_direction, after "the text says <figure> for ..."
 CONTRADICTS_64 = (
@@ -16,7 +16,9 @@ CONTRADICTS_64 = (
 
 
 def link(kb, fields="", note=None, body=""):
-    """An interconnect whose bandwidth per direction is 64 GB/s (so both directions derive to 128 GB/s)."""
+    """An interconnect whose bandwidth per direction is 64 GB/s (so both directions derive to 128 GB/s), in a
+    knowledge base that opts in to KB611."""
+    opt_in(kb)
     kb.source()
     note_line = f"  note: {note}\n" if note else ""
     return kb.record(

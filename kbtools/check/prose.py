@@ -22,6 +22,26 @@ A figure the check must not read as a claim is written so it can tell (docs/reco
 struck through (`~~128 GB/s~~`), a competing value entered among the field's values, a per-part figure
 qualified by "per ..." or "each", a step of a calculation (the operands beside ×, ÷, +, −; the result
 after `=` or `≈` is a claim). Quoted code is not prose.
+
+Before calling a mismatch, both checks read which record and which quantity a sentence is about; on a
+knowledge base kb did not write, a figure of another record or of another scope was the commonest false alarm:
+
+- Which record. A sentence names another record when it links it (`[[other]]`) or writes the name, an alias
+  or the id of a record this record links somewhere in its body ("the H100's 3.35 TB/s" in an H200 record
+  whose body links the H100). A figure that agrees with one of a named record's values is that record's
+  figure: no claim on this record's (KB610), and quoted as that record's (KB611). Only records the body links
+  are looked up by name: they are what a warm check knows this record depends on, so a name search costs no
+  scan of the corpus and a cached verdict cannot outlive an edit to the record it names. A figure of a named
+  record that agrees with none of its values is still read against this record's fields as before.
+- Which scope. A sentence that scopes its figures to a unit of topology (`per`, `each` or `every` before a
+  link, lane, port, GPU, chip, card, die, stack, node, server, system, host, rack, pod or cluster: "NVLink
+  gives 900 GB/s per GPU") gives figures of that scope, compared only with a field whose name carries the
+  same word (throughput_per_gpu). A field's name is the only statement of its scope kb has: one knowledge
+  base records an interconnect's bandwidth per link (50 GB/s), another summed over a GPU's links (900 GB/s),
+  so a figure of a stated scope is not held against a field that states none.
+
+KB611 is advice, not a finding: kb reports it only when the configuration asks for it (`KB611 = "warning"`
+under kb.toml's `[severity]`, docs/configuration.md; kbtools.config.OPT_IN).
 """
 
 from __future__ import annotations
@@ -67,6 +87,11 @@ _NOT_PROSE = re.compile(
     r"|(?<![\w'])'[^'\n]*'(?!\w)"  # single quotes, not an apostrophe (the vendor's, the models')
 )  # quoted: a document's words, figures as printed
 _LINK = re.compile(r"\[\[([^\]|#]+)")
+# a unit of topology a sentence scopes its figures to ("900 GB/s per GPU", "each link"): the word, singular
+_DOMAIN = re.compile(
+    r"\b(?:per|each|every)\s+(link|lane|port|gpu|chip|card|die|stack|node|server|system|host|rack|pod|cluster)s?\b",
+    re.IGNORECASE,
+)
 _SKIP_KEYS = frozenset(
     {
         "formula",
@@ -184,16 +209,33 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
     record_type = computer.types.get(record.type)
     names = _field_names(record_type, own)
     found: list[Diagnostic] = []
+    values_of: dict[str, list[Known]] = {record.key: []}  # another record's values, each read once
+
+    def values(key: str) -> list[Known]:
+        if key not in values_of:
+            values_of[key] = _values_of(computer, key)
+        return values_of[key]
+
+    called: list[list[tuple[str, re.Pattern]]] = []  # the records the body links, read at the first figure
+
+    def about(sentence: str, linked: list[str]) -> list[str]:
+        if not called:
+            called.append(_callers(computer, record))
+        return _named_records(sentence, linked, called[0])
+
     for path, text in text_fields(record.data, _SKIP_KEYS):
         claimed = _claimed_field(path, own)
         for sentence, offset in _sentences(text):
             figures = list(_figures(sentence))
-            about_another = _about_another(computer, record, _keys_linked(computer, sentence)) if figures else False
-            for figure, known in _contradictions(figures, sentence, claimed, names, own, about_another):
+            if not figures:
+                continue
+            linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
+            about_another = _about_another(computer, record, linked)
+            theirs = partial(_theirs, values, about(sentence, linked))
+            for figure, known in _contradictions(figures, sentence, claimed, names, own, about_another, theirs):
                 line, col = _locate(computer, record, path, text, offset + figure.start)
                 found.append(_contradiction(record, line, col, dotted(path), figure, known))
     asks_inline = record_type is not None and not record_type.quotes_documents
-    values_of: dict[str, list[Known]] = {}
     names_of: dict[str, FieldNames] = {record.key: names}
     for offset, text in prose_lines(record.body or ""):
         for sentence, start in _sentences(text, blanked=True):
@@ -202,7 +244,11 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
             about_another = _about_another(computer, record, linked)
-            contradicted = {f.start: k for f, k in _contradictions(figures, sentence, None, names, own, about_another)}
+            named = about(sentence, linked)  # linked, then called by a name
+            theirs = partial(_theirs, values, named)
+            contradicted = {
+                f.start: k for f, k in _contradictions(figures, sentence, None, names, own, about_another, theirs)
+            }
             pool: list[Known] | None = None
             for figure in figures:
                 line, col = record.body_line + offset, start + figure.start + 1
@@ -213,15 +259,13 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                     continue
                 if pool is None:
                     pool = []
-                    for key in linked:
-                        if key not in values_of:
-                            values_of[key] = _values_of(computer, key) if key != record.key else []
+                    for key in named:
                         if key not in names_of:
                             target_type = computer.types.get(computer.corpus.records[key].type)
-                            names_of[key] = _field_names(target_type, values_of[key])
-                        pool.extend(values_of[key])
-                    pool.extend(own)
-                    said = {key: names_of[key].named(sentence) for key in (*linked, record.key)}
+                            names_of[key] = _field_names(target_type, values(key))
+                        pool.extend(values(key))
+                    pool.extend(_in_scope(sentence, own))  # of another scope ("per GPU"): none of this record's
+                    said = {key: names_of[key].named(sentence) for key in (*named, record.key)}
                 quoted = _quoted(figure, pool, partial(_is_named, sentence, figure, said, names_of))
                 if quoted:
                     found.append(_typed_by_hand(record, line, col, figure, quoted))
@@ -257,6 +301,66 @@ def _about_another(computer, record: Record, linked: list[str]) -> bool:
     """A sentence that links another record of this record's type is about that one, not this one."""
     records = computer.corpus.records
     return any(key != record.key and records[key].type == record.type for key in linked)
+
+
+def _callers(computer, record: Record) -> list[tuple[str, re.Pattern]]:
+    """Each other record this record's body links, with a pattern of what prose calls it: its name, its
+    aliases and its id, as whole words, in any case. A name inside one of this record's own names (an "H100"
+    in "H100 NVL") is not the other's. Read through the computer (resolve, peek), so a warm check knows this
+    record's verdict depends on them."""
+    out: list[tuple[str, re.Pattern]] = []
+    mine = _called(record.data.get("name"), record.data.get("aliases"), record.id)
+    for key in dict.fromkeys(_keys_linked(computer, " ".join(_LINK_TEXT.findall(record.body or "")))):
+        if key == record.key:
+            continue
+        target = computer.corpus.records[key]
+        words = [
+            w
+            for w in _called(computer.peek(target, "name"), computer.peek(target, "aliases"), target.id)
+            if not any(_whole_word(w).search(m) for m in mine)
+        ]
+        if words:
+            pattern = "|".join(_whole_word(w).pattern for w in sorted(words, key=len, reverse=True))
+            out.append((key, re.compile(pattern, re.IGNORECASE)))
+    return out
+
+
+_LINK_TEXT = re.compile(r"\[\[[^\]\n]*\]\]")
+
+
+def _called(name: Any, aliases: Any, record_id: str) -> list[str]:
+    words = [name, *(aliases if isinstance(aliases, list) else ()), record_id]
+    return list(dict.fromkeys(" ".join(w.split()) for w in words if isinstance(w, str) and len(w.strip()) > 1))
+
+
+@lru_cache(maxsize=4096)
+def _whole_word(words: str) -> re.Pattern:
+    return re.compile(r"(?<![\w-])" + r"\s+".join(map(re.escape, words.split(" "))) + r"(?![\w-])", re.IGNORECASE)
+
+
+def _theirs(values: Callable[[str], list[Known]], keys: list[str]) -> list[Known]:
+    """The values of the other records a sentence names: read only when a figure disagrees with this record's."""
+    return [known for key in keys for known in values(key)]
+
+
+def _named_records(sentence: str, linked: list[str], callers: list[tuple[str, re.Pattern]]) -> list[str]:
+    """The other records a sentence is about: those it links, then those it calls by a name."""
+    named = [key for key, pattern in callers if key not in linked and pattern.search(sentence)]
+    return [*linked, *named]
+
+
+def _scopes(sentence: str) -> set[str]:
+    """The units of topology a sentence scopes its figures to ("per GPU", "each link"), lower case."""
+    return {m.lower() for m in _DOMAIN.findall(sentence)}
+
+
+def _in_scope(sentence: str, values: list[Known]) -> list[Known]:
+    """The values a figure of this sentence may be: where it scopes its figures to a unit of topology, only
+    those whose names carry that unit's word (throughput_per_gpu for "per GPU")."""
+    scopes = _scopes(sentence)
+    if not scopes:
+        return values
+    return [k for k in values if scopes <= set(k.name.lower().split("_"))]
 
 
 def _keys_linked(computer, sentence: str) -> list[str]:
@@ -434,15 +538,19 @@ def _contradictions(
     names: FieldNames,
     own: list[Known],
     about_another: bool,
+    theirs: Callable[[], list[Known]] = list,
 ) -> Iterator[tuple[Figure, Known]]:
     """Each figure of a sentence that claims a value of this record and contradicts it, with that value.
     `claimed` is the field whose own text the sentence is; `about_another` says it links another record of
-    this type. A sentence that states two figures of one kind compares or derives them, unless each is
+    this type; `theirs` gives the values of the other records it names, a figure agreeing with one of which
+    is that record's. A sentence that states two figures of one kind compares or derives them, unless each is
     followed by the words of its field's name. A figure so followed claims that field; any other, unless a
-    per-part figure, the fields the sentence names."""
+    per-part figure, the fields the sentence names. Of a sentence scoped to a unit of topology ("per GPU"),
+    only fields whose names carry it."""
     stated = [f for f in _stated(figures, sentence) if f.unit != "×"] if not about_another else []
     if not stated:
         return
+    own = _in_scope(sentence, own)
     bound = {f.start: names.named_after(sentence, f) for f in stated}
     named = names.named(sentence)
     if claimed is not None and claimed not in named:
@@ -463,6 +571,12 @@ def _contradictions(
         candidates = [k for k in candidates if figure.quantity.is_compatible_with(k.quantity)]
         if not candidates or any(_agrees(figure, q) for k in candidates for q in (k.quantity, *k.competing)):
             continue
+        if any(
+            figure.quantity.is_compatible_with(q) and _agrees(figure, q)
+            for k in theirs()
+            for q in (k.quantity, *k.competing)
+        ):
+            continue  # another record's figure, in a sentence that names it
         yield figure, min(candidates, key=lambda k: _distance(named.get(k.name), figure))
 
 
