@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,14 @@ EXPECTED["glm-5.1"] = (GLM5, {32768: GLM5 * 32768, 202752: GLM5 * 202752})
 # 48 x 4 x 128
 EXPECTED["qwen3-vl-8b"] = (36 * per_layer(8, 128), {4096: 147456 * 4096, 262144: 147456 * 262144})
 EXPECTED["qwen3-vl-30b-a3b"] = (48 * per_layer(4, 128), {4096: 98304 * 4096, 262144: 98304 * 262144})
+# Gemma 4 26B A4B (issue 45, item 4): layer_types, 5 x [5 sliding at a 1,024-token window, 1 full]; the 25 sliding
+# layers cache 8 KV heads x 256 (num_key_value_heads, head_dim), the 5 full layers 2 x 512 (attention_k_eq_v set, so
+# num_global_key_value_heads, and global_head_dim): 8,192 and 4,096 B per token a layer in bf16
+G4_SLIDING, G4_FULL = per_layer(8, 256), per_layer(2, 512)
+EXPECTED["gemma-4-26b-a4b"] = (
+    25 * G4_SLIDING + 5 * G4_FULL,
+    {4096: 5 * G4_FULL * 4096 + 25 * G4_SLIDING * 1024, 262144: 5 * G4_FULL * 262144 + 25 * G4_SLIDING * 1024},
+)
 # what kb asks a person to add, for fixtures whose config does not state it
 ADDED = {
     "gpt-oss-20b": "kv_dtype_size: 2 B",
@@ -162,8 +171,8 @@ def new_from_fixture(kb, fixture: str) -> Path:
 
 def test_every_fixture_is_tested_or_refused():
     refused = {"nemotron-super-49b"}
-    # read, with part of the KV geometry named as left out (test_gemma_4_..., test_glm_5_2_...)
-    left_out = {"gemma-4-26b-a4b", "glm-5.2"}
+    # read, with part of the indexer named as left out (test_glm_5_2_...)
+    left_out = {"glm-5.2"}
     assert {p.stem for p in FIXTURES.glob("*.json")} == set(EXPECTED) | refused | left_out
 
 
@@ -372,28 +381,91 @@ def test_a_nemotron_h_pattern_kb_cannot_read_is_refused(kb, pattern, message):
     assert result.exit_code == 2 and message in result.err and "nothing written" in result.err, result.err
 
 
-def test_gemma_4_leaves_out_a_kv_geometry_its_layers_do_not_share(kb):
+def test_gemma_4_drafts_its_full_layers_own_kv_shape(kb):
     """Gemma 4 26B-A4B: the 25 sliding layers cache 8 KV heads x 256, the 5 full layers 2 x 512 (attention_k_eq_v,
-    num_global_key_value_heads, global_head_dim). A record has one geometry, so kb drafts none and says why."""
+    num_global_key_value_heads, global_head_dim), drafted as the record's second KV shape."""
     result = from_config(kb, (FIXTURES / "gemma-4-26b-a4b.json").read_text(), "G4")
     text = written(kb, result).read_text()
-    assert "num_kv_heads:" not in text and "head_dim:" not in text
+    for line in ("num_kv_heads: 8", "head_dim: 256", "full_num_kv_heads: 2", "full_head_dim: 512"):
+        assert f"\n{line}\n" in text, line
     assert "sliding_window_layers: 25" in text and "sliding_window: 1024 token" in text
     assert "num_experts: 128" in text and "experts_per_token: 8" in text  # top_k_experts
+    assert "kv_shared_layers" not in text  # num_kv_shared_layers 0
     assert (
-        "num_kv_heads and head_dim (num_kv_heads 8, head_dim 256 on some layers only): its full_attention layers "
-        "cache 2 KV heads x 512, the others 8 x 256" in result.out
+        "the 5 full_attention layers cache 2 KV heads (num_global_key_value_heads, because attention_k_eq_v is set) "
+        "x 512 (global_head_dim), the other layers 8 x 256" in text
     )
     checks_clean(kb)
-    assert "has no value 'kv_bytes_per_token'" in kb.run("explain", "models/g4.kv_bytes_per_token").err
+    # past the window only the 5 full layers grow, at 2 x 2 heads x 512 x 2 B each
+    assert explain(kb, "models/g4.kv_bytes_per_token_growing").startswith(
+        f"models/g4.kv_bytes_per_token_growing = {5 * G4_FULL:,} B/token"
+    )
+    # attention FLOP per n²: 16 query heads x 2 x 256 on the sliding layers, x 2 x 512 on the full ones
+    assert explain(kb, "models/g4.causal_attention_flops").startswith(
+        f"models/g4.causal_attention_flops = {25 * 16 * 2 * 256 + 5 * 16 * 2 * 512:,} FLOP/token^2"
+    )
 
 
-def test_gemma_4_layers_that_reuse_kv_are_named_not_counted(kb):
+def test_gemma_4_without_k_eq_v_keeps_the_kv_head_count_and_widens_the_heads(kb):
+    """attention_k_eq_v false: the full layers take num_key_value_heads (8) at global_head_dim; the same when the
+    config names no num_global_key_value_heads (Gemma4TextConfig then sets no head-count override)."""
+    for change in ({"attention_k_eq_v": False}, {"num_global_key_value_heads": None}):
+        config = json.loads((FIXTURES / "gemma-4-26b-a4b.json").read_text())
+        config["text_config"].update(change)
+        text = written(kb, from_config(kb, config, f"G4 {next(iter(change))}")).read_text()
+        assert "\nfull_num_kv_heads: 8\nfull_head_dim: 512\n" in text, change
+        assert "(num_key_value_heads) x 512 (global_head_dim)" in text
+
+
+def test_gemma_4_layers_that_reuse_kv_are_drafted_and_keep_none(kb):
     config = json.loads((FIXTURES / "gemma-4-26b-a4b.json").read_text())
     config["text_config"].update(attention_k_eq_v=False, global_head_dim=256, num_kv_shared_layers=10)
     result = from_config(kb, config, "G4 Shared")
-    assert "10 layers reuse an earlier layer's KV (num_kv_shared_layers)" in result.out
-    assert "num_kv_heads:" not in written(kb, result).read_text()
+    text = written(kb, result).read_text()
+    # layers 20-29 reuse KV: of those, 23 and 29 are full attention (every sixth), the other 8 sliding
+    assert "\nkv_shared_layers: 10\nkv_shared_window_layers: 8\n" in text
+    assert "num_kv_heads: 8" in text and "full_num_kv_heads" not in text  # one shape: 8 x 256 everywhere
+    checks_clean(kb)
+    # 17 sliding and 3 full layers keep a cache, all 8 KV heads x 256
+    assert explain(kb, "models/g4-shared.kv_bytes_per_token").startswith(
+        f"models/g4-shared.kv_bytes_per_token = {(17 + 3) * per_layer(8, 256):,} B/token"
+    )
+    assert kv_at(kb, "g4-shared", 8192, "B") == f"{3 * per_layer(8, 256) * 8192 + 17 * per_layer(8, 256) * 1024:,} B"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_kv_shared_layers": 30}, "num_kv_shared_layers 30 is not fewer than the 30 layers"),
+        (
+            {"layer_types": ["sliding_attention"] * 29 + ["full_attention"], "num_kv_shared_layers": 1},
+            "the last 1 layers (num_kv_shared_layers) include 'full_attention' layers, and no earlier layer",
+        ),
+        ({"num_global_key_value_heads": 3}, "not a multiple of the full-attention layers' 3 KV heads"),
+    ],
+)
+def test_a_gemma_4_kv_layout_its_code_cannot_run_is_refused(kb, change, message):
+    config = json.loads((FIXTURES / "gemma-4-26b-a4b.json").read_text())
+    config["text_config"].update(change)
+    result = from_config(kb, config)
+    assert result.exit_code == 2 and message in result.err and "nothing written" in result.err, result.err
+
+
+def test_gemma_4_31b_from_nvidias_config_copy(kb):
+    """Gemma 4 31B (the config of NVIDIA's NVFP4 repack, where the aiconfigurator mirror is on this machine): 50
+    sliding layers of 16 KV heads x 256, 10 full layers of 4 x 512."""
+    mirror = "/work/.mirror/ai-dynamo+aiconfigurator/repo"
+    path = "HEAD:aic-core/src/aiconfigurator_core/model_configs/nvidia--Gemma-4-31B-IT-NVFP4_config.json"
+    done = subprocess.run(["git", "-C", mirror, "show", path], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip("the aiconfigurator mirror is not on this machine")
+    text = written(kb, from_config(kb, done.stdout, "G4 31B")).read_text()
+    for line in ("num_layers: 60", "sliding_window_layers: 50", "num_kv_heads: 16", "full_num_kv_heads: 4"):
+        assert f"\n{line}\n" in text, line
+    checks_clean(kb)
+    assert explain(kb, "models/g4-31b.kv_bytes_per_token").startswith(
+        f"models/g4-31b.kv_bytes_per_token = {50 * per_layer(16, 256) + 10 * per_layer(4, 512):,} B/token"
+    )
 
 
 def test_gemma_4_bidirectional_everywhere_is_refused(kb):
@@ -530,6 +602,21 @@ RECORD_FIELDS = {
         "index_head_dim": 128,
         "max_context": "202752 token",
     },
+    "gemma-4-26b-a4b": {
+        "num_layers": 30,
+        "hidden_size": 2816,
+        "intermediate_size": 2112,
+        "moe_intermediate_size": 704,
+        "num_attention_heads": 16,
+        "num_kv_heads": 8,
+        "head_dim": 256,
+        "full_num_kv_heads": 2,
+        "full_head_dim": 512,
+        "sliding_window_layers": 25,
+        "num_experts": 128,
+        "experts_per_token": 8,
+        "max_context": "262144 token",
+    },
     "glm-5.1": {
         "num_layers": 78,
         "num_attention_heads": 64,
@@ -550,6 +637,19 @@ def test_a_2026_config_drafts_the_fields_its_record_states(kb, fixture):
     text = written(kb, from_config(kb, (FIXTURES / f"{fixture}.json").read_text(), fixture)).read_text()
     for field, value in RECORD_FIELDS[fixture].items():
         assert f"\n{field}: {value}\n" in text, (fixture, field, value)
+
+
+def test_the_gemma_4_records_kv_is_their_two_shapes_worked_by_hand(records):
+    """records/models/gemma-4-26b-a4b.md and gemma-4-31b.md: the sliding layers' shape for 25 of 30 (50 of 60)
+    layers, the full layers' own for the other 5 (10), bf16."""
+    for model, (sliding, full, heads, full_heads) in {
+        "models/gemma-4-26b-a4b": (25, 5, 8, 2),
+        "models/gemma-4-31b": (50, 10, 16, 4),
+    }.items():
+        values = records[model]["values"]
+        per_token = sliding * per_layer(heads, 256) + full * per_layer(full_heads, 512)
+        assert values["kv_bytes_per_token"]["value"] == per_token, model
+        assert values["kv_bytes_per_token_growing"]["value"] == full * per_layer(full_heads, 512), model
 
 
 def test_qwen3_5_names_its_convolution_state_and_a_state_dtype_its_code_does_not_keep(kb):

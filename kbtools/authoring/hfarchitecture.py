@@ -285,11 +285,13 @@ def _kv_heads(config: dict, arch: Architecture, reading: Reading) -> int:
     raise ConfigError(f"{arch.path}: no rule alternative gives {arch.model_type}'s KV head count")
 
 
-def _layout(config: dict, arch: Architecture, reading: Reading, layers: int | None) -> None:
+def _layout(config: dict, arch: Architecture, reading: Reading, layers: int | None) -> list[str] | None:
+    """The layer counts, window and linear-attention state the layer kinds imply; returns the kinds (None when
+    every layer is full attention), which _uneven_kv reads for the layers that reuse another layer's KV."""
     out, path = reading.fields, arch.path
     kinds = _layer_kinds(config, arch, reading, layers)
     if kinds is None:
-        return
+        return None
     counts = Counter(kinds)  # one pass, in first-seen order
     sliding, chunked = counts.get("sliding_attention", 0), counts.get("chunked_attention", 0)
     if sliding and chunked:
@@ -318,6 +320,7 @@ def _layout(config: dict, arch: Architecture, reading: Reading, layers: int | No
                 out[field_name] = value
         _linear_state_dtype(config, arch, reading)
         _state_not_counted(config, arch, reading, counts["linear_attention"])
+    return kinds
 
 
 def _linear_state_dtype(config: dict, arch: Architecture, reading: Reading) -> None:
@@ -451,10 +454,15 @@ def _layer_pattern(config: dict, arch: Architecture, reading: Reading, layers: i
     return mixers
 
 
-def _uneven_kv(config: dict, arch: Architecture, reading: Reading) -> None:
-    """Layers whose KV the record's single geometry cannot describe: another head count or width on some
-    layers (Gemma 4's full-attention layers), or layers reusing another layer's cache. The geometry is left
-    out and named, so no KV figure is derived from it: a draft never carries a KV figure kb knows is wrong."""
+WINDOWED_KINDS = ("sliding_attention", "chunked_attention")
+
+
+def _uneven_kv(config: dict, arch: Architecture, reading: Reading, kinds: list[str] | None) -> None:
+    """Layers whose KV differs from the record's one geometry (num_kv_heads x head_dim). Full-attention layers
+    with their own KV heads or width (Gemma 4's) are drafted as the record's second shape, full_num_kv_heads
+    and full_head_dim; layers reusing another layer's cache as kv_shared_layers and kv_shared_window_layers.
+    Another kind with its own geometry has no field, so the geometry is left out and named, and no KV figure
+    is derived from it: a draft never carries a KV figure kb knows is wrong."""
     out, path = reading.fields, arch.path
     if "num_kv_heads" not in out or "head_dim" not in out:
         return
@@ -468,31 +476,84 @@ def _uneven_kv(config: dict, arch: Architecture, reading: Reading) -> None:
     for kind, geometry in arch.rule.get("per_layer_kv", {}).items():
         if not present.get(kind):
             continue
-        kv_heads = out["num_kv_heads"]
-        for alternative in geometry.get("kv_heads", []):
-            condition = alternative.get("when")
-            if condition is None or arch.flag(config, condition):
-                value = _int(config, alternative["key"], path)
-                if value is not None:
-                    kv_heads = value
-                    break
+        kv_heads, heads_from = _layer_kv_heads(config, arch, geometry, out["num_kv_heads"])
         head_dim = arch.evaluate(config, geometry["head_dim"], "head_dim") if "head_dim" in geometry else None
+        width_from = geometry["head_dim"]["key"] if head_dim is not None and "key" in geometry["head_dim"] else None
         head_dim = out["head_dim"] if head_dim is None else head_dim
-        if (kv_heads, head_dim) != (out["num_kv_heads"], out["head_dim"]):
+        if (kv_heads, head_dim) == (out["num_kv_heads"], out["head_dim"]):
+            continue
+        if kind != "full_attention":  # the model schema has a second KV shape for full-attention layers only
             reasons.append(
                 f"its {kind} layers cache {kv_heads} KV heads x {head_dim}, the others {out['num_kv_heads']} x "
                 f"{out['head_dim']}"
             )
-    shared_key = arch.rule.get("kv_shared_layers")
-    shared = _int(config, shared_key, path, 0) if shared_key else None
-    if shared:
-        reasons.append(f"{shared} layers reuse an earlier layer's KV ({shared_key})")
+            continue
+        heads = out.get("num_attention_heads")
+        if heads and heads % kv_heads:
+            raise ConfigError(
+                f"{path}: num_attention_heads {heads} is not a multiple of the full-attention layers' {kv_heads} KV "
+                f"heads ({heads_from})"
+            )
+        out.update(full_num_kv_heads=kv_heads, full_head_dim=head_dim)
+        reading.notes.append(
+            f"the {present[kind]} full_attention layers cache {kv_heads} KV heads ({heads_from}) x {head_dim} "
+            f"({width_from or 'head_dim'}), the other layers {out['num_kv_heads']} x {out['head_dim']}, as "
+            f"{arch.model_type}'s code builds them: full_num_kv_heads and full_head_dim"
+        )
+    _kv_shared(config, arch, reading, kinds)
     if reasons:
         geometry = f"num_kv_heads {out.pop('num_kv_heads')}, head_dim {out.pop('head_dim')}"
         reading.missing.append(
             f"num_kv_heads and head_dim ({geometry} on some layers only): {'; '.join(reasons)}, and a model record "
-            "has one KV geometry for every layer, so kb leaves them out rather than draft a wrong KV figure"
+            "has one KV geometry for every layer but full-attention ones, so kb leaves them out rather than draft a "
+            "wrong KV figure"
         )
+
+
+def _layer_kv_heads(config: dict, arch: Architecture, geometry: dict, others: int) -> tuple[int, str]:
+    """A layer kind's KV head count by the first of its alternatives whose condition holds and whose key is set
+    (Gemma 4: num_global_key_value_heads where attention_k_eq_v is set), else the other layers' count; with the
+    key it came from, as the draft's note says it."""
+    for alternative in geometry.get("kv_heads", []):
+        condition = alternative.get("when")
+        if condition is None or arch.flag(config, condition):
+            value = _int(config, alternative["key"], arch.path)
+            if value is not None:
+                return value, alternative["key"] + (f", because {condition} is set" if condition else "")
+    return others, "num_key_value_heads"
+
+
+def _kv_shared(config: dict, arch: Architecture, reading: Reading, kinds: list[str] | None) -> None:
+    """The last N layers reuse the KV of the last earlier layer of their own kind and keep none (Gemma 4's
+    num_kv_shared_layers: modeling_gemma4.py's first_kv_shared_layer_idx and shared_kv_states by layer type):
+    kv_shared_layers N, and kv_shared_window_layers the windowed ones among them by the layer layout."""
+    key, path = arch.rule.get("kv_shared_layers"), arch.path
+    shared = _int(config, key, path, 0) if key else None
+    if not shared:
+        return
+    layers = reading.fields.get("num_layers")
+    if layers is None:
+        raise ConfigError(f"{path}: {key} is {shared}, but the config gives no num_hidden_layers to count them in")
+    kinds = ["full_attention"] * layers if kinds is None else kinds
+    if shared >= len(kinds):
+        raise ConfigError(
+            f"{path}: {key} {shared} is not fewer than the {len(kinds)} layers, so no layer would keep the KV they "
+            f"reuse ({arch.cited})"
+        )
+    kept, reusing = kinds[: len(kinds) - shared], kinds[len(kinds) - shared :]
+    orphans = sorted({kind for kind in reusing if kind not in kept or kind == "linear_attention"})
+    if orphans:
+        raise ConfigError(
+            f"{path}: the last {shared} layers ({key}) include {_shown_list(orphans, 5)} layers, and no earlier "
+            f"layer of that kind keeps a KV cache for them to reuse ({arch.cited}): write the record by hand"
+        )
+    windowed = sum(kind in WINDOWED_KINDS for kind in reusing)
+    reading.fields.update(kv_shared_layers=shared, kv_shared_window_layers=windowed)
+    reading.notes.append(
+        f"kv_shared_layers {shared} ({key}): the last {shared} layers reuse the KV of the last earlier layer of "
+        f"their kind and keep none; {windowed} of them are windowed and {shared - windowed} full attention, by the "
+        "layer layout (kv_shared_window_layers)"
+    )
 
 
 def _default_layer_pattern(config: dict, arch: Architecture, layout: dict, layers: int) -> list[bool]:

@@ -83,8 +83,8 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
             out[target] = value
     layers, heads = out.get("num_layers"), out.get("num_attention_heads")
     _attention(config, arch, reading, heads)
-    _layout(config, arch, reading, layers)
-    _uneven_kv(config, arch, reading)
+    kinds = _layout(config, arch, reading, layers)
+    _uneven_kv(config, arch, reading, kinds)
     _sparse_indexer(config, arch, reading)
     _moe(config, path, reading)
     dtype = config.get("torch_dtype") or config.get("dtype")
