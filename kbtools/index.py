@@ -179,8 +179,39 @@ class CorpusIndex(Generic[R]):
                 return matching[0], [], []
             if matching:
                 return None, sorted(matching, key=lambda r: r.key), []
-        words = list(self.by_id) + [k for k in self.by_key if "/" in text]
-        return None, [], difflib.get_close_matches(text, words, n=3, cutoff=0.6)
+        return None, [], self.suggestions(text)
+
+    def suggestions(self, text: str, n: int = 5) -> list[str]:
+        """What a person may have meant by `text`, a name that resolves to nothing: ids (dir/id keys when
+        `text` is one), best first. First the same id in another dir, then those that begin with it
+        (nvidia-h100 -> nvidia-h100-sxm), then those holding its words in order (h100 -> nvidia-h100-sxm,
+        llama-70b -> llama-3-1-70b), fewest other words first, then close spellings. Read from the id table
+        alone: no record is decoded."""
+        wanted = text.strip().casefold()
+        qualified = "/" in wanted
+        words = sorted(self.by_key) if qualified else sorted(self.by_id)
+        wanted_dir, _, wanted_id = wanted.rpartition("/")
+        tokens = [t for t in wanted_id.split("-") if t]
+        ranked: list[tuple[tuple[int, int, int, int], str]] = []
+        if len(wanted_id) >= 2:
+            for word in words:
+                word_dir, _, word_id = word.rpartition("/")
+                other_dir = int(word_dir != wanted_dir)
+                if word_id == wanted_id:
+                    if other_dir:  # gpus/nvidia-h100-sxm -> accelerators/nvidia-h100-sxm
+                        ranked.append(((0, 0, 0, 0), word))
+                elif word_id.startswith(wanted_id):
+                    ranked.append(((1, other_dir, len(word_id), 0), word))
+                else:
+                    start = _in_order(tokens, word_id.split("-"))
+                    if start is not None:
+                        extra = word_id.count("-") + 1 - len(tokens)
+                        ranked.append(((2, other_dir, extra, start), word))
+        found = [word for _, word in sorted(ranked)][:n]
+        if len(found) < n:
+            close = difflib.get_close_matches(text.strip(), words, n=n, cutoff=0.6)
+            found += [word for word in close if word not in found][: n - len(found)]
+        return found
 
     def resolve(self, target: str) -> tuple[R | None, list[R]]:
         """(the record, []) when found; (None, candidates) when a bare id is ambiguous or missing."""
@@ -192,11 +223,34 @@ class CorpusIndex(Generic[R]):
         return None, candidates
 
 
+def _in_order(tokens: list[str], words: list[str]) -> int | None:
+    """Where the first of `tokens` stands in `words` when all of them stand there in order, else None."""
+    if not tokens:
+        return None
+    start, at = None, 0
+    for token in tokens:
+        while at < len(words) and words[at] != token:
+            at += 1
+        if at == len(words):
+            return None
+        start = at if start is None else start
+        at += 1
+    return start
+
+
+def did_you_mean(close: Sequence[str]) -> str:
+    """' (did you mean a, b or c?)', or nothing when there is nothing close."""
+    if not close:
+        return ""
+    said = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f" (did you mean {said}?)"
+
+
 def no_record(text: str, candidates: Sequence[IndexedRecord], close: list[str]) -> str:
     """What a command says when `text` names no one record: the records it could be, or close spellings."""
     if candidates:
         return f"'{text}' could be any of {', '.join(c.key for c in candidates)}: name one as dir/id"
-    return f"no record '{text}'" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    return f"no record '{text}'{did_you_mean(close)}"
 
 
 class RecordsById(Mapping[str, list[R]]):

@@ -72,7 +72,7 @@ def test_deleting_a_record_reports_the_links_it_breaks(kb):
     result = kb.check(str(kb.root / "records/engines/e.md"))
     assert result.exit_code == 1
     assert result.find("KB302") == [
-        "records/engines/e.md:11:1: error KB302 dangling link [[engines/g]]: no record 'engines/g'"
+        "records/engines/e.md:11:1: error KB302 dangling link [[engines/g]]: no record 'engines/g' (did you mean engines/e?)"
     ]
 
 

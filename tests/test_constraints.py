@@ -38,7 +38,8 @@ def test_a_vendor_spec_figure_resting_on_the_press_breaks_the_envelope_rule(kb):
         # what is wrong first, then the rule it breaks
         f"records/accelerators/gpu-x.md:{line}:1: error KB561 memory_bandwidth: press: origin is 'secondary', not "
         "'first-party'; the rule: a figure whose basis is vendor-spec cites a first-party document: the maker's "
-        "datasheet, docs, repository or own benchmark submission"
+        "datasheet, docs, repository or own benchmark submission (hint: cite a source with `origin: first-party`, "
+        "or give it a basis other than vendor-spec)"
     ]
 
 

@@ -60,7 +60,9 @@ def test_dangling_reference(kb):
     )
     result = kb.check()
     assert result.exit_code == 1
-    assert result.find("KB300") == ["records/flops/f.md:11:31: error KB300 affected_by_hardware[]: no record 'gpu-z'"]
+    assert result.find("KB300") == [
+        "records/flops/f.md:11:31: error KB300 affected_by_hardware[]: no record 'gpu-z' (did you mean gpu-a?)"
+    ]
 
 
 def test_reference_of_wrong_type(kb):
@@ -87,7 +89,7 @@ def test_dangling_wikilink_at_its_body_line(kb):
         body="First [[lmcache]] line.\n\nThird line links [[engines/lmcach]] here.\n",
     )
     assert kb.check().find("KB302") == [
-        "records/flops/f.md:14:18: error KB302 dangling link [[engines/lmcach]]: no record 'engines/lmcach'"
+        "records/flops/f.md:14:18: error KB302 dangling link [[engines/lmcach]]: no record 'engines/lmcach' (did you mean engines/lmcache?)"
     ]
 
 

@@ -51,8 +51,9 @@ class ConstraintsStage(Stage):
                 if not _matches(rule.get("when", {}), item, record):
                     continue
                 failed = _unmet(rule.get("require", {}), item, record)
+                fix = _fix_require(rule.get("require", {}), item, record) if failed is not None else None
                 if failed is None and "cites" in rule:
-                    failed = _uncited(rule["cites"], item, record, ctx)
+                    failed, fix = _uncited(rule["cites"], item, record, ctx, rule.get("when", {}))
                 if failed is not None:
                     line, col = record.position(path) if path else record.position(("id",))
                     where = dotted(path) if path else record.key
@@ -65,6 +66,7 @@ class ConstraintsStage(Stage):
                             column=col,
                             # the cause first (what this record or its source lacks), then the rule it breaks
                             message=f"{where}: {failed}; the rule: {rule['message']}",
+                            hint=fix,
                         )
                     )
         return Judgement(tuple(found))
@@ -123,22 +125,71 @@ def _unmet(conditions: dict, item: dict, record: Record) -> str | None:
     return None
 
 
-def _uncited(conditions: dict, item: dict, record: Record, ctx: Context) -> str | None:
+def _uncited(conditions: dict, item: dict, record: Record, ctx: Context, when: dict) -> tuple[str | None, str | None]:
+    """(None, None) when a source the item cites meets the conditions; else what is wrong, and the fix."""
     cited = item.get("source")
     names = (
         [cited]
         if isinstance(cited, str)
         else [s for s in (item.get("sources") or record.data.get("sources") or []) if isinstance(s, str)]
     )
+    wanted = _wanted(conditions)
     if not names:
-        return "it cites no source"
-    reasons = []
+        return "it cites no source", f"cite a source with {wanted}{_otherwise(when)}" if wanted else None
+    reasons, files = [], []
     for name in names:
         source, _ = ctx.resolve(name)
         if source is None:
-            return None  # a dangling reference is the links stage's finding, not this rule's
-        reason = _unmet(conditions, dict(ctx.read(source).data), record)
+            return None, None  # a dangling reference is the links stage's finding, not this rule's
+        data = dict(ctx.read(source).data)
+        reason = _unmet(conditions, data, record)
         if reason is None:
-            return None
+            return None, None
         reasons.append(f"{name}: {reason}")
-    return "; ".join(reasons)
+        if all(data.get(field) is None for field in conditions):  # it says nothing of it: the fix may be to say
+            files.append(source.path)
+    return "; ".join(reasons), _fix_cites(conditions, files, when)
+
+
+def _wanted(conditions: dict) -> str:
+    """The plain conditions as a reader writes them: '`origin: first-party`' ('... or `origin: secondary`' for
+    a list); empty when a condition is not a plain value (present, same_url_as, ...)."""
+    said = []
+    for field, condition in conditions.items():
+        if isinstance(condition, dict):
+            return ""
+        values = condition if isinstance(condition, list) else [condition]
+        said.append(" or ".join(f"`{field}: {value}`" for value in values))
+    return " and ".join(said)
+
+
+def _otherwise(when: dict) -> str:
+    """', or give the figure a basis other than vendor-spec': undoing what made the rule apply."""
+    plain = {f: v for f, v in when.items() if not isinstance(v, (dict, list))}
+    if not plain:
+        return ""
+    return ", or give it " + " and ".join(f"a {f} other than {v}" for f, v in plain.items())
+
+
+def _fix_cites(conditions: dict, files: list[str], when: dict) -> str | None:
+    """What to write, and in which file: 'add `origin: first-party` to records/sources/x.md if it is ...'."""
+    wanted = _wanted(conditions)
+    if not wanted:
+        return None
+    if not files:  # each source cited says otherwise: cite another
+        return f"cite a source with {wanted}{_otherwise(when)}"
+    where = files[0] if len(files) == 1 else f"{', '.join(files[:-1])} or {files[-1]}"
+    which = "if that is true of it" if len(files) == 1 else "to the one of which that is true"
+    return f"add {wanted} to {where} {which}; otherwise cite a source with {wanted}{_otherwise(when)}"
+
+
+def _fix_require(conditions: dict, item: dict, record: Record) -> str | None:
+    """The fix for an item's own unmet condition, where it is plain: a value to write or a list to add to."""
+    for field, condition in conditions.items():
+        if _unmet({field: condition}, item, record) is None:
+            continue
+        if isinstance(condition, dict) and "in" in condition and item.get(field) is not None:
+            return f"add {item[field]} to the record's `{condition['in']}`, or name one of them as its {field}"
+        wanted = _wanted({field: condition})
+        return f"write {wanted}" if wanted else None
+    return None

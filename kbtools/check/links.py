@@ -14,6 +14,7 @@ from kbtools.check.stage import Context, Edge, Judgement, Stage, Stored
 from kbtools.corpus import Corpus, Record, Reference
 from kbtools.diagnostics import Diagnostic
 from kbtools.fieldwalk import iter_references
+from kbtools.index import did_you_mean
 from kbtools.lang.markdown import WikiLink, remember_scan, scan_body
 
 
@@ -93,7 +94,7 @@ def _link_body(record: Record, link: WikiLink, ctx: Context, edges: list[Edge]) 
             names = ", ".join(sorted(c.key for c in candidates))
             text = f"ambiguous link {link.text}: {names}; qualify it as [[dir/id]]"
             return [Diagnostic.make("KB303", record.path, line, link.column, text)]
-        text = f"dangling link {link.text}: no record '{link.target}'"
+        text = f"dangling link {link.text}: no record '{link.target}'{_near_misses(link.target, ctx)}"
         return [Diagnostic.make("KB302", record.path, line, link.column, text)]
     edges.append((record.key, target.key, "body", line))
     if link.anchor and link.anchor.lower() not in ctx.headings(target):
@@ -117,7 +118,8 @@ def _link_reference(record: Record, ref: Reference, ctx: Context, edges: list[Ed
                     )
                 ]
         else:
-            return [Diagnostic.make("KB300", record.path, line, col, f"{ref.field}: no record '{ref.value}'")]
+            text = f"{ref.field}: no record '{ref.value}'{_near_misses(ref.value, ctx)}"
+            return [Diagnostic.make("KB300", record.path, line, col, text)]
     edges.append((record.key, target.key, ref.field, line))
     if ref.types and target.type not in ref.types:
         expected = " or ".join(ref.types)
@@ -127,6 +129,17 @@ def _link_reference(record: Record, ref: Reference, ctx: Context, edges: list[Ed
             )
         ]
     return []
+
+
+def _near_misses(target: str, ctx: Context) -> str:
+    """' (did you mean a, b or c?)': the records a reference that resolves to nothing may have meant, as
+    `kb plan` and `kb explain` offer them. Each one offered is a read, so the finding is judged again when
+    one of them is renamed or removed (a record added later that would be a better guess is offered the
+    next time the record is judged)."""
+    close = ctx.corpus.index.suggestions(target)
+    for word in close:
+        ctx.resolve(word)
+    return did_you_mean(close)
 
 
 def backlinks(corpus: Corpus, key: str) -> dict[str, list[str]]:

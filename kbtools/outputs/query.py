@@ -5,6 +5,13 @@ Filters (all must hold):
     memory_bandwidth>=4 TB/s  kv_bytes_per_token<100 KB/token   unit-aware comparison (= != < <= > >=)
     hit_time.high<1 s  ridge_point.low>=200 FLOP/B     one end of a figure's range over its conditions
     links-to:engines/lmcache                       the record links to that record (any field or the body)
+
+A per-row figure (a cost computed `for_each` entry of a table, as a workload's hit_time is for each storage
+tier) is filtered row by row: a record matches when one of its rows meets every filter on that figure, and
+the figure's column shows the rows that met them ("storage-tiers/gpu-hbm-h100: 0.8013 ms; ..."), every row
+when no filter names it. JSON gives the rows as {row: number} with the unit beside it; CSV as that JSON.
+
+Columns: key, then name, then the --fields in the order asked, then any filtered field not among them.
 """
 
 from __future__ import annotations
@@ -106,24 +113,58 @@ def _enums(schema: Any, field: str) -> Iterator[set[str] | None]:
                 yield from _enums(part, field)
 
 
+@dataclass(frozen=True)
+class Rows:
+    """A per-row (for_each) figure in a column: (row, figure) for each row shown, a row named by the key of
+    the record it is for."""
+
+    items: tuple[tuple[str, Any], ...]
+
+    def only(self, kept: set[str]) -> Rows:
+        return Rows(tuple((row, figure) for row, figure in self.items if row in kept))
+
+    def shown(self) -> str:
+        return "; ".join(f"{row}: {format_quantity(figure)}" for row, figure in self.items)
+
+    def machine(self) -> tuple[dict[str, float], str | None]:
+        """{row: number} in one unit (the first row's), and that unit."""
+        if not self.items:
+            return {}, None
+        unit = self.items[0][1].units
+        return {row: float(figure.to(unit).magnitude) for row, figure in self.items}, f"{unit:~P}"
+
+
+def _end(value: Any, end: str) -> Any:
+    return value.low if end == "low" else value.high if end == "high" else value.quantity
+
+
 def _value(corpus: Corpus, record: Record, column: str) -> Any:
     field, _, end = column.partition(".")
     value = corpus.values(record.key).value(field)
     if value is not None and value.quantity is not None:
-        figure = value.low if end == "low" else value.high if end == "high" else value.quantity
+        figure = _end(value, end)
         record_type = corpus.registry.types.get(record.type)
         plan = record_type.plan.properties.get(field) if record_type else None
         if plan is not None and plan.quantity not in (None, "*"):
             return figure.to(parse_unit(plan.quantity))  # one unit per column, whatever each record wrote
         return figure
+    if value is not None and value.rows is not None:  # a per-row figure: each row's, at the end asked
+        return Rows(tuple((row, _end(v, end)) for row, v in value.rows if v.quantity is not None))
     return None if end else record.data.get(field)
 
 
-def _matches(corpus: Corpus, index: CorpusIndex[Record], record: Record, flt: Filter) -> bool:
+def _matches(corpus: Corpus, index: CorpusIndex[Record], record: Record, flt: Filter) -> bool | set[str]:
+    """Whether the record meets the filter; for a per-row figure, the rows that meet it."""
     if flt.field == "links-to":
         target, _ = index.resolve(flt.value)
         return target is not None and any(s == record.key and t == target.key for s, t, _, _ in corpus.edges or ())
     actual = _value(corpus, record, flt.field)
+    if isinstance(actual, Rows):
+        return {row for row, figure in actual.items if _holds(figure, flt)}
+    return _holds(actual, flt)
+
+
+def _holds(actual: Any, flt: Filter) -> bool:
     if actual is None:
         return False
     left: Any  # numbers compare as numbers, anything else as its text (both sides alike)
@@ -159,33 +200,55 @@ def _matches(corpus: Corpus, index: CorpusIndex[Record], record: Record, flt: Fi
     }[flt.op]
 
 
+def _columns(filters: list[Filter], extra_fields: list[str]) -> list[str]:
+    """key, then name (where --fields puts it, if it does), then --fields in the order asked, then each
+    filtered field not among them: each column once."""
+    filtered = [f.field for f in filters if f.field not in ("type", "links-to")]
+    asked = [c for c in dict.fromkeys([*extra_fields, *filtered]) if c != "key"]
+    return ["key"] + ([] if "name" in asked else ["name"]) + asked
+
+
 def run_query(corpus: Corpus, texts: list[str], extra_fields: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     filters = parse_filters(corpus, texts)
     index = corpus.index
-    asked = [f.field for f in filters if f.field not in ("type", "links-to")] + extra_fields
-    columns = ["key", "name"] + [
-        c for c in dict.fromkeys(asked) if c not in ("key", "name")
-    ]  # key and name come first, once
+    columns = _columns(filters, extra_fields)
     rows = []
     for key, record in sorted(corpus.records.items()):
-        if all(_matches(corpus, index, record, flt) for flt in filters):
-            row: dict[str, Any] = {"key": key, "name": record.data.get("name", "")}
-            for column in columns[2:]:
-                row[column] = _value(corpus, record, column)  # quantities stay quantities until rendered
+        kept: dict[str, set[str]] = {}  # a per-row figure -> the rows that met every filter on it so far
+        for flt in filters:
+            met = _matches(corpus, index, record, flt)
+            if isinstance(met, set):  # one row must meet every filter on its figure, at whichever end
+                figure = flt.field.partition(".")[0]
+                met = kept[figure] = met & kept[figure] if figure in kept else met
+            if not met:
+                break
+        else:
+            row: dict[str, Any] = {"key": key}
+            for column in columns[1:]:
+                if column == "name":
+                    row[column] = record.data.get("name", "")
+                    continue
+                value = _value(corpus, record, column)  # quantities stay quantities until rendered
+                figure = column.partition(".")[0]
+                row[column] = value.only(kept[figure]) if isinstance(value, Rows) and figure in kept else value
             rows.append(row)
     return columns, rows
 
 
 def _machine(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """For JSON and CSV: each quantity as a plain number plus a `<column>_unit` column."""
-    quantity_columns = {c for c in columns for row in rows if hasattr(row.get(c), "magnitude")}
+    quantity_columns = {
+        c for c in columns for row in rows if hasattr(row.get(c), "magnitude") or isinstance(row.get(c), Rows)
+    }
     out_columns = [x for c in columns for x in ([c, f"{c}_unit"] if c in quantity_columns else [c])]
     out_rows = []
     for row in rows:
         new: dict[str, Any] = {}
         for column in columns:
             value = row.get(column)
-            if column in quantity_columns:
+            if isinstance(value, Rows):
+                new[column], new[f"{column}_unit"] = value.machine()
+            elif column in quantity_columns:
                 known = value is not None and hasattr(value, "magnitude")
                 new[column] = float(value.magnitude) if known else None  # type: ignore[union-attr]
                 new[f"{column}_unit"] = f"{value.units:~P}" if known else None  # type: ignore[union-attr]
@@ -195,11 +258,17 @@ def _machine(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str],
     return out_columns, out_rows
 
 
+def _shown(value: Any) -> Any:
+    if isinstance(value, Rows):
+        return value.shown() or None
+    return format_quantity(value) if hasattr(value, "magnitude") else value
+
+
 def format_rows(columns: list[str], rows: list[dict[str, Any]], fmt: str) -> str:
     if fmt in ("json", "csv"):
         columns, rows = _machine(columns, rows)
     else:
-        rows = [{k: format_quantity(v) if hasattr(v, "magnitude") else v for k, v in row.items()} for row in rows]
+        rows = [{k: _shown(v) for k, v in row.items()} for row in rows]
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n"
     if fmt == "csv":
