@@ -199,11 +199,10 @@ def test_text_csv_and_explain_carry_the_same_plan():
     args = ("workloads/mooncake-fast25-llama3-70b-8k-a800",)
     text = run_kb("--root", str(REPO), "plan", *args, "--explain")
     assert text.returncode == 0, text.stderr
-    assert (
-        "break_even_bandwidth" in text.stdout
-        and "rests on: workloads/mooncake-fast25-llama3-70b-8k-a800" in text.stdout
-    )
-    assert "sources: mooncake-fast25-paper, meta-llama-models-repo" in text.stdout  # the model's source too
+    assert "break_even_bandwidth" in text.stdout
+    # the records and sources the figures rest on, listed once below the plan
+    assert "records: workloads/mooncake-fast25-llama3-70b-8k-a800, models/llama-3-1-70b" in text.stdout
+    assert "sources cited: mooncake-fast25-paper, meta-llama-models-repo" in text.stdout  # the model's source too
     rows = list(csv.DictReader(io.StringIO(run_kb("--root", str(REPO), "plan", *args, "--format", "csv").stdout)))
     found = plan(*args)
     assert [r["key"] for r in rows] == [t["key"] for t in found["tiers"]]

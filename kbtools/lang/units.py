@@ -280,12 +280,26 @@ def check_dimension(quantity: pint.Quantity, canonical: str) -> None:
         )
 
 
+# the compound dimensions users name: a joule is energy to them, not "power time" (kb's base dimensions are
+# power and time, so energy is their product)
+NAMED_DIMENSIONS: tuple[tuple[str, dict[str, int]], ...] = (("energy", {"[power]": 1, "[time]": 1}),)
+
+
 def describe_dimension(dimensionality) -> str:
     if not dimensionality:
         return "a plain number"
+    powers = {name: float(power) for name, power in dimensionality.items()}
+    named: list[tuple[str, float]] = []
+    for word, factors in NAMED_DIMENSIONS:
+        ratios = {powers.get(base, 0.0) / power for base, power in factors.items()}
+        times = ratios.pop() if len(ratios) == 1 else 0.0  # J/s is power, not energy per time
+        if times and float(times).is_integer():
+            for base, power in factors.items():
+                powers[base] -= power * times
+            named.append((word, times))
+    terms = named + [(name.strip("[]"), power) for name, power in powers.items() if power]
     parts = []
-    for name, power in sorted(dimensionality.items(), key=lambda item: -item[1]):
-        label = name.strip("[]")
+    for label, power in sorted(terms, key=lambda item: -item[1]):
         parts.append(
             label
             if power == 1
@@ -293,7 +307,7 @@ def describe_dimension(dimensionality) -> str:
             if power > 0
             else f"per {label}"
             if power == -1
-            else f"{label}^{power:g}"
+            else f"per {label}^{-power:g}"
         )
     return " ".join(parts)
 

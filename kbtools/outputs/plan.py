@@ -21,17 +21,16 @@ characters as escapes and the CSV neutralises a cell a spreadsheet would run as 
 
 from __future__ import annotations
 
-import ast
 import datetime
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbtools.check.compute import Computer, Value, scenario_text, verdict
+from kbtools.check.compute import Computer, Value, scenario_text, substituted, verdict
 from kbtools.check.compute.derivations import parse_quantities
+from kbtools.check.compute.values import SUBSTITUTE_DEPTH
 from kbtools.check.load import load_record_bytes
 from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
@@ -39,6 +38,7 @@ from kbtools.diagnostics import UsageError
 from kbtools.index import CorpusIndex, no_record
 from kbtools.lang.units import format_quantity, magnitude_in
 from kbtools.outputs.cells import csv_text, terminal_text
+from kbtools.outputs.explain import fallbacks_taken, missing_fields
 
 BAND = ":"  # LOW:VALUE:HIGH
 LIST = ","
@@ -103,6 +103,34 @@ class Option:
     breaches: tuple[str, ...]  # the limits its figures break ("the working set does not fit")
     bottlenecks: tuple[Bottleneck, ...] = ()
     unpriced: tuple[str, ...] = ()  # why a figure the plan ranks or limits by is missing: the fields it lacks
+    within: tuple[str, ...] = ()  # the limits checked and kept ("tier_fill 0.42"): with breaches and unpriced,
+    # every limit of every option is accounted for (a tier without a capacity is never silent about its fit)
+
+
+@dataclass(frozen=True)
+class ChoiceOrder:
+    """The options' order under each choice of one input given as a choice among records (engine=a,b)."""
+
+    field: str  # engine
+    orders: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # (a choice's words, ((option, rank figure), ...))
+    changes_figures: bool  # whether any figure of the plan differs between the choices
+
+    @property
+    def same_order(self) -> bool:
+        return len({tuple(key for key, _ in order) for _, order in self.orders}) <= 1
+
+    def data(self, unit: str | None) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "same_order": self.same_order,
+            "changes_figures": self.changes_figures,
+            "orders": {
+                words: [
+                    {"key": key, "value": magnitude_in(q, unit) if unit else float(q.magnitude)} for key, q in order
+                ]
+                for words, order in self.orders
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -113,6 +141,7 @@ class Plan:
     figures: tuple[Figure, ...]  # of the node, one each
     options: tuple[Option, ...]  # best first
     diagnostics: tuple[Any, ...]
+    choices: tuple[ChoiceOrder, ...] = ()  # how the order goes under each choice of an input (engine=a,b)
 
 
 def rests_on(value: Value) -> list[str]:
@@ -150,7 +179,8 @@ def workload(corpus: Corpus, base: str | None, settings: list[str]) -> Record:
     """The record to plan: `base` as it is, or changed (or made from nothing) by FIELD=VALUE settings."""
     index = corpus.index
     record = None
-    if base is not None:
+    if base is not None:  # a path to the record's file works too, as for kb explain and kb check
+        base = base.removeprefix("./").removeprefix(corpus.settings.records_dir + "/").removesuffix(".md")
         record, candidates, close = index.named(base)
         if record is None:
             raise PlanError(no_record(base, candidates, close))
@@ -317,9 +347,16 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         )
         unpriced = tuple(
             f"{'no ' + name if name == rank_by else 'not checked (' + limits[name] + ')'}: "
-            + _missing(corpus, index, record, specs, over_var, name, key, target)
+            + missing_fields(corpus, index, record, specs, over_var, name, key, target)
             for name in (rank_by, *limits)
             if key not in per_option.get(name, {}) and name in specs
+        )
+        if not figures:  # nothing computed at all: say so, and which fields are missing (never only "kb explain")
+            unpriced = tuple("no figures: " + why.partition(": ")[2] for why in unpriced[:1]) + unpriced[1:]
+        within = tuple(
+            f"{name} {format_quantity(per_option[name][key].quantity, '1', 4)}"
+            for name in limits
+            if key in per_option.get(name, {}) and _ratio(per_option[name][key]) <= 1
         )
         options.append(
             Option(
@@ -330,6 +367,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
                 breaches,
                 bottlenecks,
                 unpriced,
+                within,
             )
         )
 
@@ -338,7 +376,52 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         found = next((f for f in option.figures if f.name == rank_by), None)
         return (found is None, len(option.breaches), _magnitude(found.value) if found else 0.0)
 
-    return Plan(record, over, rank_by, tuple(node), tuple(sorted(options, key=rank)), diagnostics)
+    ranked = tuple(sorted(options, key=rank))
+    choices = tuple(
+        order
+        for field in record.mapping("inputs")
+        if (order := _choice_order(record, field, rank_by, ranked, [*node, *(f for o in ranked for f in o.figures)]))
+    )
+    return Plan(record, over, rank_by, tuple(node), ranked, diagnostics, choices)
+
+
+def _choice_order(
+    record: Record, field: str, rank_by: str, options: tuple[Option, ...], every: list[Figure]
+) -> ChoiceOrder | None:
+    """The options' order under each choice of input `field` (a choice among records, engine=a,b): each option's
+    rank figure under that choice, every other condition at its preferred case; None when `field` is no choice."""
+    raw = record.mapping("inputs").get(field)
+    if not (isinstance(raw, dict) and isinstance(raw.get("choose"), list) and len(raw["choose"]) > 1):
+        return None
+    condition = f"{record.key}.inputs.{field}"
+
+    def under(value: Value) -> dict[str, Any]:
+        """The figure under each choice: the first case of each (the cases come preferred first)."""
+        found: dict[str, Any] = {}
+        for scenario, quantity in value.variants:
+            words = dict(scenario).get(condition)
+            if words is not None:
+                found.setdefault(words, quantity)
+        return found
+
+    words: list[str] = []
+    for figure in every:
+        for said in under(figure.value):
+            if said not in words:
+                words.append(said)
+    if not words:  # no figure rests on the choice: it changes nothing
+        words = [f"{field} is {key}" for key in raw["choose"] if isinstance(key, str)]
+    changes = any(len({q for q in under(f.value).values()}) > 1 for f in every)
+    orders = []
+    for said in words:
+        priced = []
+        for option in options:
+            found = next((f for f in option.figures if f.name == rank_by), None)
+            if found is not None:
+                priced.append((option.key, under(found.value).get(said, found.value.quantity)))
+        priced.sort(key=lambda item: float(item[1].to_base_units().magnitude))
+        orders.append((said, tuple(priced)))
+    return ChoiceOrder(field, tuple(orders), changes)
 
 
 def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: str) -> Bottleneck | None:
@@ -350,124 +433,6 @@ def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: st
         return None
     name, _ = min(found, key=lambda item: _magnitude(item[1]))  # min keeps the first of equals
     return Bottleneck(figure, name, str(stages[name]))
-
-
-def _missing(
-    corpus: Corpus,
-    index: CorpusIndex[Record],
-    record: Record,
-    specs: dict,
-    var: str,
-    name: str,
-    key: str,
-    target: Record | None,
-) -> str:
-    """Why option `key` has no `name`: the fields that the costs `name` rests on read and that have no value,
-    found by following the costs' formulas: of the option's record (`var.field`), of a record the planned
-    one names (`model.weight_bytes`), and of the planned record itself."""
-    from kbtools.lang.formula import FormulaError, parse_formula
-
-    read: dict[tuple[str, ...], None] = {}
-    stack, seen = [name], set()
-    while stack:
-        cost = stack.pop()
-        if cost in seen or not isinstance(specs.get(cost), dict):
-            continue
-        seen.add(cost)
-        try:
-            tree = parse_formula(str(specs[cost].get("formula", ""))).tree
-        except FormulaError:  # a formula the check already reported
-            continue
-        for parts in _required_names(tree, lambda field: record.data.get(field) is not None):
-            if len(parts) == 1 and parts[0] in specs:
-                stack.append(parts[0])
-            elif parts[0] != var or len(parts) == 2:
-                read.setdefault(parts, None)
-    lacking: dict[str, list[str]] = {}  # whose -> fields
-    inputs = record.mapping("inputs")
-    for parts in read:
-        if len(parts) == 1:
-            if record.data.get(parts[0]) is None and parts[0] not in inputs:
-                lacking.setdefault("the workload", []).append(parts[0])
-            continue
-        named = target if parts[0] == var else None
-        if parts[0] != var and isinstance(record.data.get(parts[0]), str):
-            named, _ = index.resolve(record.data[parts[0]])
-        if named is None:
-            continue
-        if parts[1].endswith("()"):  # a function of the record's type: the fields its formula reads
-            fields = _function_fields(corpus, named, parts[1][:-2])
-        else:
-            fields = [parts[1]]
-        for field in fields:
-            lacking.setdefault(named.key, []).extend(_unstated(corpus, named, field, set()))
-        if not lacking.get(named.key):
-            lacking.pop(named.key, None)
-    said = [f"{whose} has no {', '.join(dict.fromkeys(fields))}" for whose, fields in lacking.items()]
-    return "; ".join(said) or f"kb explain {key} says what is missing"
-
-
-def _unstated(corpus: Corpus, record: Record, field: str, seen: set[str]) -> list[str]:
-    """The fields `record` would have to state for `field` to have a value: none when it has one; for a field
-    its type derives from one other of its fields alone, that one (read_bandwidth spans bandwidth to a
-    measured rate: the user writes bandwidth); else the field itself."""
-    from kbtools.check.compute.values import matching
-    from kbtools.lang.formula import FormulaError, parse_formula
-
-    if corpus.values(record.key).value(field) is not None or field in seen:
-        return []
-    seen.add(field)
-    found = corpus.registry.types.get(record.type)
-    spec = matching(record, found.derive.get(field)) if found is not None else None
-    try:
-        tree = parse_formula(str(spec.get("formula", ""))).tree if isinstance(spec, dict) else None
-    except FormulaError:
-        tree = None
-    reads = _required_names(tree) if tree is not None else []
-    if len(reads) == 1 and len(reads[0]) == 1:  # a field that only restates another (a range over it)
-        return _unstated(corpus, record, reads[0][0], seen) or [field]
-    return [field]  # a figure a record may state, or derive from what it states
-
-
-def _function_fields(corpus: Corpus, record: Record, function: str) -> list[str]:
-    """The fields of `record` that its type's function (x-kb-functions) cannot do without."""
-    from kbtools.check.compute.values import matching
-    from kbtools.lang.formula import FormulaError, parse_formula
-
-    found = corpus.registry.types.get(record.type)
-    spec = matching(record, found.functions.get(function)) if found is not None else None
-    if not isinstance(spec, dict):
-        return []
-    parameters: dict = spec["parameters"] if isinstance(spec.get("parameters"), dict) else {}
-    try:
-        tree = parse_formula(str(spec.get("formula", ""))).tree
-    except FormulaError:
-        return []
-    return [parts[0] for parts in _required_names(tree) if len(parts) == 1 and parts[0] not in parameters]
-
-
-def _required_names(tree: ast.AST, stated: Callable[[str], bool] = lambda name: False) -> list[tuple[str, ...]]:
-    """The names and name.attr a formula cannot do without: a function's own name is none, nor is the name
-    default(name, fallback) falls back from; nor its fallback, where the record states the name (`stated`)."""
-    found: list[tuple[str, ...]] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Call):
-            args = node.args
-            if isinstance(node.func, ast.Name) and node.func.id == "default":
-                first = node.args[0] if node.args else None
-                args = [] if isinstance(first, ast.Name) and stated(first.id) else node.args[1:]
-            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-                found.append((node.func.value.id, node.func.attr + "()"))  # record.function(args)
-            stack.extend(args)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            found.append((node.value.id, node.attr))
-        elif isinstance(node, ast.Name):
-            found.append((node.id,))
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def _ratio(value: Value) -> float:
@@ -496,10 +461,12 @@ def as_json(plan: Plan) -> str:
                 "limits_broken": list(o.breaches),
                 "limited_by": [b.data() for b in o.bottlenecks],
                 "not_priced": list(o.unpriced),
+                "within_limits": list(o.within),
                 "figures": {f.name: f.data() for f in o.figures},
             }
             for n, o in enumerate(plan.options, 1)
         ],
+        "order_by_choice": [c.data(_rank_unit(plan)) for c in plan.choices],
     }
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
@@ -542,7 +509,7 @@ def as_text(plan: Plan, explain: bool = False) -> str:
     lines.append("")
     lines.append("the node:")
     for figure in plan.figures:
-        lines.extend(_figure_lines(figure, width, "  ", explain))
+        lines.extend(_figure_lines(figure, width, "  ", explain, node=True))
     lines.append("")
     lines.append(f"{plan.over}, best first (least {plan.rank_by}, then the rest):")
     for n, option in enumerate(plan.options, 1):
@@ -551,27 +518,65 @@ def as_text(plan: Plan, explain: bool = False) -> str:
             lines.append(f"     a hit against the recompute: {option.verdict}")
         for broken in option.breaches:
             lines.append(f"     ! {broken}")
+        if option.within:
+            lines.append(f"     within its limits: {', '.join(option.within)} (each at most 1)")
         for bottleneck in option.bottlenecks:
             lines.append(f"     {bottleneck.figure} limited by {bottleneck.words}")
         for why in option.unpriced:
             lines.append(f"     {why}")
         for figure in option.figures:
             lines.extend(_figure_lines(figure, width, "     ", explain))
+    unit = _rank_unit(plan)
+    for choice in plan.choices:
+        lines.append("")
+        if not choice.changes_figures:
+            lines.append(f"{choice.field}: the choices give the same figures; the {choice.field} changes nothing here")
+        elif choice.same_order:
+            lines.append(
+                f"{choice.field}: the order is the same under each choice (the figures differ: see the ranges)"
+            )
+        else:
+            lines.append(f"{choice.field}: the order differs between the choices; best first under each:")
+            for words, order in choice.orders:
+                ranked = ", ".join(f"{key} {format_quantity(q, unit, 4)}" for key, q in order)
+                lines.append(f"  if {words}: {ranked}")
+    if explain:  # the records and sources once, not under every figure
+        records = list(dict.fromkeys(r for f in every for r in rests_on(f.value)))
+        sources = list(dict.fromkeys(s for f in every for s in f.value.sources))
+        lines.append("")
+        lines.append(f"the figures rest on {len(records)} records: {', '.join(records)}")
+        lines.append(f"sources cited: {', '.join(sources) or 'none'}")
     # names, conditions, labels and ids are the records' authors' text: none may drive the terminal
     return "\n".join(terminal_text(line) for line in lines) + "\n"
 
 
-def _figure_lines(figure: Figure, widths: tuple[int, int], indent: str, explain: bool) -> list[str]:
+CASES_SHOWN = 4  # cases listed under a figure by --explain; kb explain lists more
+
+
+def _figure_lines(figure: Figure, widths: tuple[int, int], indent: str, explain: bool, node: bool = False) -> list[str]:
     lines = [f"{indent}{figure.name.ljust(widths[0])}  {figure.shown().ljust(widths[1])}  {figure.label}"]
+    deeper = indent + " " * (widths[0] + 2)
+    value = figure.value
+    if explain and value.formula is not None:
+        lines.append(f"{deeper}= {value.formula.text}")
+        # kb explain's substitution, one level deep: each input's figure and unit where its name stood (the
+        # inputs that are figures of the plan are listed above with their own)
+        lines.append(f"{deeper}= {substituted(value, SUBSTITUTE_DEPTH)}")
+    fallbacks = fallbacks_taken(value, chains_only=not explain)
+    if fallbacks and (explain or node):
+        lines.append(f"{deeper}with {'; '.join(fallbacks)}")
     if explain:
-        data = figure.data()
-        deeper = indent + " " * (widths[0] + 2)
-        lines.append(f"{deeper}= {figure.value.formula.text if figure.value.formula else figure.name}")
-        lines.append(f"{deeper}rests on: {', '.join(data['records'])}")
-        lines.append(f"{deeper}sources: {', '.join(data['sources']) or 'none cited'}")
-        for scenario, figure_under in figure.value.variants:
-            lines.append(f"{deeper}if {scenario_text(scenario)}: {format_quantity(figure_under, figure.value.unit, 4)}")
+        for scenario, figure_under in value.variants[:CASES_SHOWN]:
+            lines.append(f"{deeper}if {scenario_text(scenario)}: {format_quantity(figure_under, value.unit, 4)}")
+        if len(value.variants) > CASES_SHOWN:
+            lines.append(f"{deeper}… and {len(value.variants) - CASES_SHOWN} more cases (kb explain lists them)")
     return lines
+
+
+def _rank_unit(plan: Plan) -> str | None:
+    """The unit the rank figure is shown in."""
+    found = next((f for o in plan.options for f in o.figures if f.name == plan.rank_by), None)
+    return found.value.unit if found else None
 
 
 def _asked(record: Record) -> dict[str, str]:

@@ -364,6 +364,9 @@
     return v.toPrecision(4).replace(/e\+?/, "e+").replace("e+-", "e-");
   };
 
+  // a figure with its unit; a plain number (unit "1") is shown alone: "8", not "8 1"
+  const withUnit = (text, unit) => (!unit || unit === "1" || unit === "dimensionless" ? text : `${text} ${unit}`);
+
   function render() {
     const table = document.createElement("table");
     table.className = "rows";
@@ -383,8 +386,8 @@
           if (key) tr.dataset.row = key;
           const span = spans === null ? null : spans[key ? `${spec.name} ${key}` : spec.name];
           const shown = span === null ? "too many combinations to take here"
-            : span && span.low !== span.high ? `${format(span.low / spec.factor)} to ${format(span.high / spec.factor)} ${spec.unit}` : "";
-          const cells = [spec.label || spec.name, key ? model.records[key].label : "", `${format(v.m / spec.factor)} ${spec.unit}`, shown];
+            : span && span.low !== span.high ? withUnit(`${format(span.low / spec.factor)} to ${format(span.high / spec.factor)}`, spec.unit) : "";
+          const cells = [spec.label || spec.name, key ? model.records[key].label : "", withUnit(format(v.m / spec.factor), spec.unit), shown];
           cells.forEach((text, i) => {
             const td = document.createElement("td"); td.textContent = text;
             if (i === 2) td.className = "calc-value";
@@ -407,7 +410,7 @@
   for (const input of model.inputs) {
     if (input.kind === "quantity") {
       const label = document.createElement("label");
-      label.textContent = input.unit ? `${input.name} (${input.unit})` : input.name;
+      label.textContent = input.unit && input.unit !== "1" ? `${input.name} (${input.unit})` : input.name;
       const field = document.createElement("input");
       field.type = "number"; field.name = `in-${input.name}`; field.value = input.value; field.step = "any"; field.min = "0";
       label.appendChild(field);
