@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kbtools.check.prose import blank_not_prose, prose_lines
+from kbtools.check.prose_text import blank_not_prose, prose_lines
 from kbtools.check.stage import Context, Judgement, Stage
 from kbtools.corpus import Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic

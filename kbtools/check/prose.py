@@ -53,16 +53,11 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
+from kbtools.check.prose_text import Figure, figures_in, prose_lines, sentences, unit_of
 from kbtools.corpus import FieldPath, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
-from kbtools.lang.markdown import blank_inline_values, too_large
-from kbtools.lang.units import QuantityError, format_quantity, parse_unit, unit_registry
+from kbtools.lang.units import format_quantity, unit_registry
 
-_NUMBER = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
-_FIGURE = re.compile(
-    r"(?<![\w.,/{$~–-])" + _NUMBER + r"(?:(×)(?!\s*[\dA-Z(])|(\s)([A-Za-zµ]+(?:/[A-Za-z]+)?)(?![\w/]))"
-    r"|(?<![\w.$])\$" + _NUMBER + r"(?:\s?/\s?([A-Za-z]+)(?![\w/])|\s+per\s+([A-Za-z]+)(?![\w/]))?"
-)
 _PER_PART = re.compile(
     r"^\s*(?:per\b|each\b|a (?:lane|pin|stack|chip|link|port|die|gpu|card)\b|/\s?(?:lane|pin|stack|chip|link|port|die|GPU)\b)",
     re.IGNORECASE,
@@ -72,7 +67,6 @@ _CLAIMS_THIS = re.compile(
     r"|\b(?:recorded|stored|listed) (?:here )?as\b|\bthis record (?:gives|states|stores|records)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*_`{])|(?<=;)\s+|\n\s*\n")
 # a figure beside an arithmetic operator is an operand of a calculation (6,144 bits × 6.25 Gb/s); one an `=` or
 # `≈` joins to others is a side of an equation (252 GB/s ÷ 8 = 31.5 GB/s)
 _OPERATOR_BEFORE = re.compile(r"(?:[×÷*/+−]|\s-|\btimes)[\s(]*$")
@@ -81,11 +75,6 @@ _RELATION_BEFORE = re.compile(r"[=≈][\s(]*$")
 _RELATION_AFTER = re.compile(r"[\s)]*[=≈]")
 _WORDS_AFTER = re.compile(r"(?:[ \t-]+[A-Za-z][A-Za-z0-9]*)+")  # "per direction" after "128 GB/s"
 _MAX_WORDS_AFTER = 6
-_NOT_PROSE = re.compile(
-    r"`[^`\n]*`|~~.*?~~|\]\([^)\s]*\)|https?://\S+|<[^>\n]*>"
-    r'|"[^"\n]*"|“[^”\n]*”|‘[^’\n]*’'
-    r"|(?<![\w'])'[^'\n]*'(?!\w)"  # single quotes, not an apostrophe (the vendor's, the models')
-)  # quoted: a document's words, figures as printed
 _LINK = re.compile(r"\[\[([^\]|#]+)")
 # a unit of topology a sentence scopes its figures to ("900 GB/s per GPU", "each link"): the word, singular
 _DOMAIN = re.compile(
@@ -110,16 +99,6 @@ _SKIP_KEYS = frozenset(
         "basis",
     }
 )
-
-
-@dataclass(frozen=True)
-class Figure:
-    text: str  # as written, e.g. "31.5 GB/s"
-    number: str  # the digits as written
-    unit: str
-    quantity: Any  # pint.Quantity
-    start: int  # offset in the text it was found in
-    end: int
 
 
 @dataclass(frozen=True)
@@ -225,8 +204,8 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
 
     for path, text in text_fields(record.data, _SKIP_KEYS):
         claimed = _claimed_field(path, own)
-        for sentence, offset in _sentences(text):
-            figures = list(_figures(sentence))
+        for sentence, offset in sentences(text):
+            figures = list(figures_in(sentence))
             if not figures:
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
@@ -238,8 +217,8 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
     asks_inline = record_type is not None and not record_type.quotes_documents
     names_of: dict[str, FieldNames] = {record.key: names}
     for offset, text in prose_lines(record.body or ""):
-        for sentence, start in _sentences(text, blanked=True):
-            figures = list(_figures(sentence))
+        for sentence, start in sentences(text, blanked=True):
+            figures = list(figures_in(sentence))
             if not figures:
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
@@ -424,7 +403,7 @@ def _type_field_names(record_type) -> dict[str, tuple[Any, tuple[str, ...]]]:
         fields = {}
         for name, plan in record_type.plan.properties.items():
             if plan.quantity is not None or name in record_type.derive:
-                fields[name] = (_unit(plan.quantity) if plan.quantity not in (None, "*") else None, plan.names)
+                fields[name] = (unit_of(plan.quantity) if plan.quantity not in (None, "*") else None, plan.names)
         if len(_TYPE_FIELD_NAMES) > 256:  # a long-lived kb serve builds a new registry per schema edit
             _TYPE_FIELD_NAMES.clear()
         held = _TYPE_FIELD_NAMES[id(record_type)] = (record_type, fields)
@@ -450,73 +429,6 @@ def _compiled_names(fields: tuple[tuple[str, Any, tuple[str, ...]], ...]) -> Fie
 
 
 # ------------------------------------------------------------------ reading text
-def blank_not_prose(text: str) -> str:
-    """Inline values, quoted code, struck-through (old) figures, quotations, URLs and HTML blanked, columns
-    kept (inline values by a linear scan: a line of unclosed {{ must not cost a search from each): what is
-    not the record's own words, to the figure checks and to KB116's search for a template's leftovers."""
-    return _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), blank_inline_values(text))
-
-
-def prose_lines(body: str) -> Iterator[tuple[int, str]]:
-    """A body's prose, line by line (0-based offset, text): code blocks left out; inline values, quoted code,
-    struck-through figures, quotations, URLs and HTML blanked, columns kept. What the figure checks read
-    (this one and KB600's), so an old figure struck through is quiet for both. A body too large to check
-    (KB114/KB115) gives nothing."""
-    if too_large(body) is not None:
-        return
-    fenced = False
-    for offset, text in enumerate(body.splitlines()):
-        if text.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        if not fenced and not text.startswith("    "):
-            yield offset, blank_not_prose(text)
-
-
-def _sentences(text: str, blanked: bool = False) -> Iterator[tuple[str, int]]:
-    if not blanked:
-        text = blank_not_prose(text)
-    start = 0
-    for boundary in _SENTENCE.finditer(text):
-        yield text[start : boundary.start()], start
-        start = boundary.end()
-    yield text[start:], start
-
-
-def _figures(sentence: str) -> Iterator[Figure]:
-    for match in _FIGURE.finditer(sentence):
-        if match.group(1) is not None:
-            number = match.group(1) + (match.group(2) or "")
-            if match.group(3):
-                unit_text, unit = "×", unit_registry().dimensionless
-            else:
-                unit_text = match.group(5)
-                unit = _unit(unit_text)
-                if unit is None or unit.dimensionless:  # "16 lanes" is a count, not a quantity
-                    continue
-        else:
-            number = match.group(6) + (match.group(7) or "")
-            per = match.group(8) or match.group(9)
-            unit_text = "USD" + (f"/{per}" if per else "")
-            unit = _unit(unit_text)
-            if unit is None:
-                unit_text, unit = "USD", _unit("USD")
-        magnitude = float(number.replace(",", ""))
-        if not math.isfinite(magnitude):
-            continue
-        yield Figure(
-            match.group(0), number, unit_text, unit_registry().Quantity(magnitude, unit), match.start(), match.end()
-        )
-
-
-@lru_cache(maxsize=512)
-def _unit(text: str):
-    try:
-        return parse_unit(text)
-    except QuantityError:
-        return None
-
-
 # ------------------------------------------------------------------ the two checks
 def _claimed_field(path: FieldPath, own: list[Known]) -> str | None:
     """The field whose own text `path` is: its note or basis, a competing value's note, `<field>_note`."""

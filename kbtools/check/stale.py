@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtools.check.load import LoadError, parse_record_bytes
-from kbtools.check.prose import prose_lines
+from kbtools.check.prose_text import prose_lines
 from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import Diagnostic
 from kbtools.fieldwalk import walk_plan
