@@ -104,4 +104,7 @@ def test_windows_line_endings_and_bom_load(kb):
 def test_dates_are_real_dates(kb):
     kb.write("records/sources/src-a.md", GOOD.replace("2026-11-29", "2026-02-30"))
     found = only(kb.check(), "KB200")
-    assert found == ["records/sources/src-a.md:7:1: error KB200 updated: '2026-02-30' is not a 'date'"]
+    assert found == [
+        "records/sources/src-a.md:7:1: error KB200 updated: '2026-02-30' is not a date: write a day that the calendar "
+        "has (YYYY-MM-DD), a month (YYYY-MM) or a year (YYYY)"
+    ]

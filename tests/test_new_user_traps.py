@@ -21,7 +21,7 @@ def kb(*args, cwd=None):
             "memory_bandwith>1 TB/s",
             "unknown field 'memory_bandwith' in 'memory_bandwith>1 TB/s' (did you mean memory_bandwidth",
         ),
-        ("kind:serving-engin", "kind is never 'serving-engin' (did you mean serving-engine?)"),
+        ("kind:serving-engin", "no record has kind 'serving-engin' (did you mean serving-engine?)"),
     ],
 )
 def test_a_query_that_no_record_could_answer_is_a_usage_error_with_a_suggestion(query, words):

@@ -16,6 +16,8 @@ from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import UsageError, clipped
 from kbtools.ids import id_problem
 from kbtools.registry import RecordType, TypeRegistry
+from kbtools.registry.annotations import value_of
+from kbtools.registry.plan import is_date
 
 
 class AuthoringError(UsageError):
@@ -43,6 +45,9 @@ def _placeholder(
     if schema.get("examples"):  # the schema's own example (JSON Schema's `examples` keyword)
         value = schema["examples"][0]
         return json.dumps(value, ensure_ascii=False), f"  # an example: {REPLACE_IT}", value
+    listed = schema["enum"] if isinstance(schema.get("enum"), list) else value_of("x-kb-extensible", schema)
+    if listed:  # an enum, or the values an extensible vocabulary lists beside the project's own
+        schema = {**schema, "enum": list(listed)}
     if "enum" in schema:
         return (
             str(schema["enum"][0]),
@@ -51,7 +56,7 @@ def _placeholder(
         )
     if "const" in schema:
         return str(schema["const"]), "", schema["const"]
-    if schema.get("format") == "date":
+    if is_date(schema, resolver):  # "format": "date", or the shared date of defs.schema.json
         return today.isoformat(), f"  # {FILL_IN}", today.isoformat()
     kind = schema.get("type")
     if kind == "object":

@@ -12,6 +12,10 @@ age of each one kept is written into its message. Today is KB_TODAY (YYYY-MM-DD)
 UTC date; a KB_TODAY that is no date is KB121, and then no age is judged. The day never enters Settings or
 a store's key: a key with the day in it would throw the store away every morning.
 
+A date of month or year precision (`published: 2022-05`, `published: 2022`) is judged from its last day
+(2022-05-31, 2022-12-31): the figure may be that recent, so it is never called stale before it could be, and the
+message says which day it counted from.
+
 It refuses to guess: a record without the date is not judged (no date is invented), and a record that
 names the record replacing it in `superseded_by` (a reference the links stage checks) is history, kept on
 purpose, and not judged either.
@@ -38,6 +42,9 @@ TODAY_VARIABLE = "KB_TODAY"
 SUPERSEDED_BY = "superseded_by"
 
 _ISO_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+# a date of month or year precision (defs.schema.json#/$defs/date): judged from the month's or the year's last day
+_ISO_MONTH = re.compile(r"^[0-9]{4}-[0-9]{2}$")
+_ISO_YEAR = re.compile(r"^[0-9]{4}$")
 # Where a stored message holds an age: the stage knows the date it counts from, only the filter knows today.
 # The other words of the message come from the schema (a type's and a field's name, the reason) or are the
 # record's date, so nothing a record says can take this shape.
@@ -57,7 +64,8 @@ def past_shelf_life(record: Record, record_type: RecordType) -> Diagnostic | Non
     if spec is None:
         return None
     field, days = spec["field"], spec["days"]
-    dated = _date(record.data.get(field))
+    written = record.data.get(field)
+    dated = _last_day(written)
     if dated is None:
         return None  # not given, or no calendar date: the schema reports the second, and nothing is invented
     try:
@@ -75,7 +83,7 @@ def past_shelf_life(record: Record, record_type: RecordType) -> Diagnostic | Non
         record.path,
         line,
         column,
-        f"{field} {dated.isoformat()} is {{age since {dated.isoformat()}}} old, past the {days:,}-day shelf life "
+        f"{field} {_as_judged(written, dated)} is {{age since {dated.isoformat()}}} old, past the {days:,}-day shelf life "
         f"of {article} {record_type.name}" + (f" ({reason})" if reason else "") + f"; {remedy}",
         due=due.isoformat(),
     )
@@ -89,6 +97,32 @@ def _date(value: Any) -> date | None:
         return date.fromisoformat(value)
     except ValueError:
         return None
+
+
+def _last_day(value: Any) -> date | None:
+    """The day a record's date is judged from: the day itself (YYYY-MM-DD), or the last day of a month (YYYY-MM)
+    or of a year (YYYY, or the YAML number 2022), so a figure is never taken older than its source says; None for
+    anything else (the schema reports it, and no day is invented)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 9999:
+        return date(value, 12, 31)
+    if not isinstance(value, str):
+        return None
+    if _ISO_YEAR.fullmatch(value):
+        return date(int(value), 12, 31) if int(value) >= 1 else None
+    if _ISO_MONTH.fullmatch(value):
+        year, month = int(value[:4]), int(value[5:])
+        if year < 1 or not 1 <= month <= 12:
+            return None
+        return date(year, 12, 31) if month == 12 else date(year, month + 1, 1) - timedelta(days=1)
+    return _date(value)
+
+
+def _as_judged(written: Any, dated: date) -> str:
+    """The date as the record writes it, and for a month or a year the day it is judged from."""
+    if isinstance(written, str) and written == dated.isoformat():
+        return written
+    precision = "a month" if isinstance(written, str) and _ISO_MONTH.fullmatch(written) else "a year"
+    return f"{written} ({precision}, judged from its last day, {dated.isoformat()})"
 
 
 def today() -> date | Diagnostic:

@@ -14,7 +14,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from kbtools.check.stage import Context, Judgement, Stage
 from kbtools.corpus import FieldPath, Record
-from kbtools.diagnostics import CODES, Diagnostic, internal_error
+from kbtools.diagnostics import CODES, Diagnostic, clipped, internal_error
 from kbtools.registry import RecordType
 
 _QUOTED = re.compile(r"'([^']*)'")
@@ -141,6 +141,20 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
                 f"missing required field '{missing[0] if missing else error.message}'{owner}",
             )
         ]
+    if error.validator == "anyOf" and _is_date(error.schema):
+        # defs.schema.json#/$defs/date: which forms a date takes says more than the branch that came closest
+        line, col = record.position(path)
+        shown = clipped(error.instance) if isinstance(error.instance, str) else error.instance
+        return [
+            Diagnostic.make(
+                "KB200",
+                record.path,
+                line,
+                col,
+                f"{where}: {shown!r} is not a date: write a day that the calendar has (YYYY-MM-DD), a month "
+                "(YYYY-MM) or a year (YYYY)",
+            )
+        ]
     if error.context:
         # oneOf/anyOf: the closest branch explains the failure better than "not valid under any".
         best = best_match(error.context)
@@ -151,6 +165,12 @@ def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -
     line, col = record.position(sub)
     label = ".".join(str(p) for p in sub)
     return [Diagnostic.make("KB200", record.path, line, col, f"{label}: {message}" if label else message)]
+
+
+def _is_date(schema: Any) -> bool:
+    """Whether a failing anyOf is a date's (defs.schema.json#/$defs/date): one of its choices is "format": "date"."""
+    choices = schema.get("anyOf") if isinstance(schema, dict) else None
+    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("format") == "date" for c in choices)
 
 
 def requirements(record: Record, record_type: RecordType) -> list[Diagnostic]:

@@ -69,6 +69,14 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
                     f"{match['field']} is never '{value}'{_did_you_mean(value, allowed)}; "
                     f"it is one of: {', '.join(sorted(allowed))}"
                 )
+            listed = _listed(corpus, match["field"]) if not allowed else set()
+            if listed and value not in listed and _did_you_mean(value, listed):
+                # an extensible vocabulary takes a user's own word, but one close to a listed or used word that no
+                # record has is a typo, said as one
+                raise QueryError(
+                    f"no record has {match['field']} '{value}'{_did_you_mean(value, listed)}; an extensible "
+                    f"vocabulary takes new words, and this one is close to one kb knows"
+                )
         number, quantity = NUMBER.match(value), None
         if number and number.group(
             2
@@ -98,6 +106,32 @@ def _allowed(corpus: Corpus, field: str) -> set[str]:
             if members is None:
                 return set()  # some type takes any value there
             found |= members
+    return found
+
+
+def _listed(corpus: Corpus, field: str) -> set[str]:
+    """For a field whose vocabulary a user may extend (an enum beside any other word, in an anyOf): the words the
+    schemas list and the words records use."""
+    found: set[str] = set()
+    for record_type in corpus.registry.types.values():
+        found |= _extensible_members(record_type.inlined_schema, field)
+    if found:
+        found |= {str(r.data[field]) for r in corpus.records.values() if isinstance(r.data.get(field), str)}
+    return found
+
+
+def _extensible_members(schema: Any, field: str) -> set[str]:
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        spec = properties.get(field) if isinstance(properties, dict) else None
+        if isinstance(spec, dict) and isinstance(spec.get("anyOf"), list):
+            for part in spec["anyOf"]:
+                if isinstance(part, dict) and isinstance(part.get("enum"), list):
+                    found |= {str(v) for v in part["enum"]}
+        for key in ("allOf", "anyOf", "oneOf"):
+            for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+                found |= _extensible_members(part, field)
     return found
 
 

@@ -47,7 +47,7 @@ class Context:
 
     type_name: str | None = None  # the record type whose schema it stands in; None in a shared schema
     fields: frozenset[str] = frozenset()  # that type's fields
-    date_fields: frozenset[str] = frozenset()  # its fields of "format": "date", the envelope's included
+    date_fields: frozenset[str] = frozenset()  # its date fields (registry.plan.is_date), the envelope's included
     quantity_fields: frozenset[str] = frozenset()  # its fields with an x-kb-quantity
     types: frozenset[str] = frozenset()  # every record type's name
     players: Mapping[str, str] = field(default_factory=dict)  # role -> the type that plays it
@@ -229,7 +229,7 @@ def shelf_life_problems(
             known = ", ".join(sorted(date_fields)) or "none"
             problems.append(
                 f"{where}field {json.dumps(field_name)} is not a date field of {type_name} (a property with "
-                f'"format": "date"; its date fields: {known})'
+                f'"format": "date" or a $ref to defs.schema.json#/$defs/date; its date fields: {known})'
             )
         days = spec.get("days")
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_SHELF_LIFE_DAYS:
@@ -336,6 +336,28 @@ def _ledger_problems(spec: Any, context: Context) -> list[Problem]:
             Problem(f"x-kb-ledger.band must be a number above 0, not {json.dumps(band)}", near=(key_pattern("band"),))
         )
     return out
+
+
+def _extensible(node: Mapping[str, Any], context: Context) -> tuple[Any, ...]:
+    """x-kb-extensible: the values a field lists beside the project's own (the enum among its anyOf); () for a
+    field without the annotation, or whose anyOf lists none."""
+    if node.get("x-kb-extensible") is not True:
+        return ()
+    for choice in node.get("anyOf") or ():
+        if isinstance(choice, dict) and isinstance(choice.get("enum"), list) and choice["enum"]:
+            return tuple(choice["enum"])
+    return ()
+
+
+def _extensible_problems(value: Any, context: Context) -> list[Problem]:
+    if value is True:
+        return []
+    return [
+        Problem(
+            f"x-kb-extensible on {context.field_name} must be true (its anyOf then lists kb's values in an enum "
+            f"beside a string of the project's own), not {json.dumps(value)}"
+        )
+    ]
 
 
 def _string(key: str) -> Callable[[Mapping[str, Any], Context], str | None]:
@@ -496,6 +518,16 @@ ANNOTATIONS: dict[str, Annotation] = {
             "field",
             _true("x-kb-new"),
             doc="true on an optional field: `kb new` drafts it too (a source's origin)",
+        ),
+        Annotation(
+            "x-kb-extensible",
+            "field",
+            _extensible,
+            _extensible_problems,
+            doc="true on a field whose anyOf lists kb's values (an enum) beside a string of the project's own: the "
+            "vocabulary is the user's to extend (a source's kind: review, database), so a value outside the list is "
+            "no error, and kb new offers the listed values. A field without it keeps its enum closed: a value outside "
+            "it is KB200",
         ),
         Annotation(
             "x-kb-from-config",

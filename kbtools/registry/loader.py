@@ -24,7 +24,7 @@ from referencing.exceptions import Unresolvable
 from kbtools.diagnostics import Diagnostic
 from kbtools.files import MAX_SCHEMA_BYTES, NotReadable, read_regular_file
 from kbtools.registry.annotations import ANNOTATIONS, ROLES, Context, as_list, key_pattern, value_of
-from kbtools.registry.plan import compile_plan, shared_schemas
+from kbtools.registry.plan import compile_plan, is_date, shared_schemas
 from kbtools.registry.types import RecordType, TypeRegistry
 
 SCHEMA_SUFFIX = ".schema.json"
@@ -220,7 +220,7 @@ def _record_type(
             for schema in (contents, *shared)
             if isinstance(schema.get("properties"), dict)
             for field_name, spec in schema["properties"].items()
-            if isinstance(spec, dict) and spec.get("format") == "date"
+            if is_date(spec, resolver)
         ),
         quantity_fields=frozenset(field_name for field_name, f in plan.properties.items() if f.quantity is not None),
     )

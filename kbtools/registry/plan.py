@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from referencing.exceptions import Unresolvable
+
 from kbtools.registry.annotations import value_of
 from kbtools.registry.ranges import PhysicalRange
 
@@ -67,6 +69,28 @@ PLAN_FIELDS = {
     "x-kb-range": "physical",
     "x-kb-names": "names",
 }
+
+
+def is_date(schema: Any, resolver, depth: int = 0) -> bool:
+    """Whether a field's schema is a date: "format": "date" on it, on a schema it $refs, or on one of its allOf,
+    anyOf or oneOf parts (defs.schema.json#/$defs/date, a day, a month or a year, is one)."""
+    if not isinstance(schema, dict) or depth > 40:
+        return False
+    if schema.get("format") == "date":
+        return True
+    if isinstance(schema.get("$ref"), str):
+        try:
+            resolved = resolver.lookup(schema["$ref"])
+        except Unresolvable:  # the loader's KB210, not a date
+            return False
+        if is_date(resolved.contents, resolved.resolver, depth + 1):
+            return True
+    return any(
+        is_date(part, resolver, depth + 1)
+        for keyword in ("allOf", "anyOf", "oneOf")
+        if isinstance(schema.get(keyword), list)
+        for part in schema[keyword]
+    )
 
 
 def inline_refs(schema: Any, resolver, depth: int = 0) -> Any:
