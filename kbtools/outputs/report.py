@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from kbtools.diagnostics import CODES, Diagnostic, Severity, one_line
@@ -33,7 +33,8 @@ UNPARSED = frozenset(
 )
 NOT_READ = frozenset({"KB112", "KB113"})  # of those, the file was not read at all
 FOLLOWING = frozenset({"KB300", "KB302", "KB509"})  # a reference, a [[link]], an inline value: "no record 'x'"
-_NAMES_NO_RECORD = re.compile(r": no record '([^']*)'$")
+_GUESS = re.compile(r" \(did you mean [^)]*\?\)$")
+_NAMES_NO_RECORD = re.compile(r": no record '([^']*)'(?: \(did you mean [^)]*\?\))?$")  # a suggestion may follow
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,13 @@ def grouped(diagnostics: Sequence[Diagnostic]) -> tuple[list[Group], list[Diagno
     return groups, rest
 
 
+def without_guess(message: str) -> str:
+    """A follow-on finding's message as shown under its cause: the record it names exists but did not parse,
+    so a guess at another record would mislead."""
+    guess = _GUESS.search(message)
+    return message[: guess.start()] if guess else message
+
+
 def caused_by(diagnostics: Sequence[Diagnostic]) -> dict[int, Diagnostic]:
     """For each finding that follows from another (by its index in `diagnostics`), that other."""
     return {n: diagnostics[cause] for n, cause in _causes(diagnostics).items()}
@@ -151,7 +159,7 @@ def format_text(diagnostics: Sequence[Diagnostic], summary: dict[str, int], show
     for group in groups:
         lines.append(f"{format_line(group.cause)} ({group.summary()})")
         listed = group.follows if shown is None else group.follows[:shown]
-        lines.extend(f"  {format_line(d)}" for d in listed)
+        lines.extend(f"  {format_line(replace(d, message=without_guess(d.message)))}" for d in listed)
         if len(listed) < len(group.follows):
             lines.append(f"  … and {len(group.follows) - len(listed)} more (kb check lists every one)")
     lines.extend(format_line(d) for d in rest)

@@ -21,7 +21,7 @@ from kbtools.diagnostics import Diagnostic
 from kbtools.ids import is_id
 from kbtools.lang.units import format_quantity
 from kbtools.outputs.publish import assert_inside
-from kbtools.outputs.report import Group, grouped, unparsed_key, with_hint
+from kbtools.outputs.report import Group, grouped, unparsed_key, with_hint, without_guess
 from kbtools.registry import DIR_PATTERN, RecordType
 from kbtools.site.calculator import CalculatorExporter
 from kbtools.site.render import BodyRenderer, safe_url, value_anchor
@@ -263,8 +263,9 @@ class SiteContext:
         page = page_path(record.key)
         out = []
         for d in self.errors_by_path.get(record.path, []):
-            view: dict[str, Any] = {"line": d.line, "code": d.code, "message": d.message, "severity": d.severity.value}
             group = self.cause_of.get(d)
+            message = d.message if group is None else without_guess(d.message)
+            view: dict[str, Any] = {"line": d.line, "code": d.code, "message": message, "severity": d.severity.value}
             if group is not None:
                 view["follows"] = {
                     "key": group.key,

@@ -5,6 +5,7 @@ same place (UnparsedPage): the error, and what follows from it."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from markupsafe import Markup
@@ -12,7 +13,7 @@ from markupsafe import Markup
 from kbtools.check.links import backlinks
 from kbtools.corpus import Record, RecordValues
 from kbtools.fieldwalk import iter_references
-from kbtools.outputs.report import NOT_READ
+from kbtools.outputs.report import NOT_READ, without_guess
 from kbtools.registry import RecordType
 from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood
 from kbtools.site.context import Page, SiteContext, page_path, relative
@@ -275,5 +276,7 @@ class UnparsedPage(Page):
             cause=site.finding_view(page, cause),
             read=cause.code not in NOT_READ,
             summary=group.summary() if group is not None else "",
-            follows=[site.finding_view(page, d) for d in group.follows] if group is not None else [],
+            follows=[site.finding_view(page, replace(d, message=without_guess(d.message))) for d in group.follows]
+            if group is not None
+            else [],
         )
