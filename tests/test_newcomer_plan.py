@@ -10,7 +10,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import KB_SCRIPT, REPO, run_kb
+from conftest import REPO, run_kb
 from plan_support import attainable_prefill, figure_reader
 
 MOONCAKE = "workloads/mooncake-fast25-llama3-70b-8k-a800"
@@ -188,31 +188,3 @@ def test_a_joule_where_watts_are_expected_is_named_energy():
     with pytest.raises(QuantityError) as raised:
         check_dimension(parse_quantity_text("0.3 J/token", None), "W")
     assert "is energy per token, expected power" in str(raised.value)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site") / "_build"
-    proc = subprocess.run([KB_SCRIPT, "build", "--out", str(out)], cwd=REPO, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_the_calculator_prints_a_plain_number_without_a_unit(site, stated):
-    """The Mooncake workload's KV copies: max(1, 8 GPUs ÷ 8 KV heads) = 1, shown as "1", never "1 1"."""
-    from site_support import PageWatch, browser, serve
-
-    model = "models/llama-3-1-70b"
-    copies = max(1, stated(MOONCAKE, "gpus") / stated(model, "num_kv_heads"))
-    with serve(site) as url, browser() as chromium:
-        context = chromium.new_context()
-        watch = PageWatch(context)
-        watch.page.goto(url + MOONCAKE + ".html")
-        cell = watch.page.locator("tr[data-cost=kv_copies] td.calc-value").first
-        assert cell.inner_text() == f"{copies:g}"
-        for text in watch.page.locator("td.calc-value").all_inner_texts():
-            assert not text.endswith(" 1"), text
-        assert watch.problems == []
-        context.close()

@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from conftest import KB_SCRIPT, REPO
+from plan_support import figure_reader
 from site_support import ARTIFACTS, PageWatch, browser, serve
 
 SEED = "flops/eng-profile-kv-tiering-moves-flops-to-bytes"
@@ -310,3 +311,25 @@ def test_the_ledger_page_shows_every_case_its_error_and_the_plot(site, web):
     watch.page.screenshot(path=str(ARTIFACTS / "ledger-light.png"), full_page=True)
     assert watch.problems == []
     context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_calculator_prints_a_plain_number_without_a_unit(site, records):
+    """Issue 46, F12: the Mooncake workload's KV copies, max(1, 8 GPUs ÷ 8 KV heads) = 1, shown as "1", never
+    "1 1" (here for the site this file builds once; the other kb plan traps are in test_newcomer_plan.py)."""
+
+    model = "models/llama-3-1-70b"
+    mooncake = "workloads/mooncake-fast25-llama3-70b-8k-a800"
+    figure = figure_reader(records)
+    copies = max(1, figure(mooncake, "gpus") / figure(model, "num_kv_heads"))
+    with serve(site) as url, browser() as chromium:
+        context = chromium.new_context()
+        watch = PageWatch(context)
+        watch.page.goto(url + mooncake + ".html")
+        cell = watch.page.locator("tr[data-cost=kv_copies] td.calc-value").first
+        assert cell.inner_text() == f"{copies:g}"
+        for text in watch.page.locator("td.calc-value").all_inner_texts():
+            assert not text.endswith(" 1"), text
+        assert watch.problems == []
+        context.close()
