@@ -315,7 +315,7 @@ def test_the_ledger_page_shows_every_case_its_error_and_the_plot(site, web):
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_the_calculator_prints_a_plain_number_without_a_unit(site, records):
+def test_the_calculator_prints_a_plain_number_without_a_unit(web, records):
     """Issue 46, F12: the Mooncake workload's KV copies, max(1, 8 GPUs ÷ 8 KV heads) = 1, shown as "1", never
     "1 1" (here for the site this file builds once; the other kb plan traps are in test_newcomer_plan.py)."""
 
@@ -323,13 +323,13 @@ def test_the_calculator_prints_a_plain_number_without_a_unit(site, records):
     mooncake = "workloads/mooncake-fast25-llama3-70b-8k-a800"
     figure = figure_reader(records)
     copies = max(1, figure(mooncake, "gpus") / figure(model, "num_kv_heads"))
-    with serve(site) as url, browser() as chromium:
-        context = chromium.new_context()
-        watch = PageWatch(context)
-        watch.page.goto(url + mooncake + ".html")
-        cell = watch.page.locator("tr[data-cost=kv_copies] td.calc-value").first
-        assert cell.inner_text() == f"{copies:g}"
-        for text in watch.page.locator("td.calc-value").all_inner_texts():
-            assert not text.endswith(" 1"), text
-        assert watch.problems == []
-        context.close()
+    url, chromium = web  # the browser this file's pages share: one sync Playwright at a time
+    context = chromium.new_context()
+    watch = PageWatch(context)
+    watch.page.goto(url + mooncake + ".html")
+    cell = watch.page.locator("tr[data-cost=kv_copies] td.calc-value").first
+    assert cell.inner_text() == f"{copies:g}"
+    for text in watch.page.locator("td.calc-value").all_inner_texts():
+        assert not text.endswith(" 1"), text
+    assert watch.problems == []
+    context.close()
