@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbtools.corpus import Corpus, Record, Settings
 from kbtools.diagnostics import Diagnostic, Severity
+from kbtools.registry.plan import is_date
 
 if TYPE_CHECKING:
     from kbtools.check.run.driver import CheckRun
@@ -280,29 +281,20 @@ class KnowledgeBase:
         if key not in self._typed:
             record_type = self.corpus.registry.types.get(type_name) if type_name else None
             schema = record_type.inlined_schema if record_type is not None else {}
-            self._typed[key] = frozenset(_date_properties(schema))
+            resolver = record_type.resolver if record_type is not None else None
+            self._typed[key] = frozenset(_date_properties(schema, resolver))
         return self._typed[key]
 
 
-def _date_properties(schema: Any) -> Iterator[str]:
-    """The top-level properties a schema (its allOf parts included) declares as "format": "date"."""
+def _date_properties(schema: Any, resolver: Any) -> Iterator[str]:
+    """The top-level properties a schema (its allOf parts included) declares as dates (registry.plan.is_date)."""
     if not isinstance(schema, dict):
         return
     for name, spec in (schema.get("properties") or {}).items():
-        if isinstance(spec, dict) and (
-            spec.get("format") == "date" or any(isinstance(s, dict) and s.get("format") == "date" for s in _parts(spec))
-        ):
+        if is_date(spec, resolver):
             yield name
     for part in schema.get("allOf") or ():
-        yield from _date_properties(part)
-
-
-def _parts(spec: dict[str, Any]) -> Iterator[Any]:
-    for keyword in ("allOf", "anyOf", "oneOf"):
-        for part in spec.get(keyword) or ():
-            yield part
-            if isinstance(part, dict):
-                yield from _parts(part)
+        yield from _date_properties(part, resolver)
 
 
 def _figure(key: str, name: str, value: Any, canonical: str | None) -> Figure:

@@ -4,8 +4,9 @@ Vendors state some capacities in GiB (Google's TPU tables, AWS Neuron's pages) a
 look alike as labels and differ by 7.4 % as bytes (GiB = 2^30 B, GB = 10^9 B), and formulas divide bytes.
 A record that writes `96 GB` where its source says `96 GiB` stores 6.9 % fewer bytes than the vendor
 promised. This reads the notes of the source records the record cites, where the project quotes what it
-opened (a value's own note may hold a driver's byte count in GiB, as the schema asks), and flags the same number with the binary unit beside it, unless a cited source's
-notes also give the same number in the decimal unit (a vendor that states both: the choice is sourced).
+opened (a value's own note may hold a driver's byte count in GiB, as the schema asks), and flags the same
+number with the binary unit beside it, unless a cited source's notes also give the same number in the
+decimal unit (a vendor that states both: the choice is sourced).
 """
 
 from __future__ import annotations

@@ -125,8 +125,10 @@ class Value:
                 " (no row's record has a value for what the formula reads)" if not count else ""
             )
         shown = format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
-        written = f"{self.quantity.units:~P}"
-        if not self.computed and unit is None and BINARY_PREFIX.match(written):
+        if self.computed or unit is not None:
+            return shown
+        written = f"{self.quantity.units:~P}"  # a stated figure's own unit: formatted only where it may be binary
+        if BINARY_PREFIX.match(written):
             # a vendor's GiB figure is shown as the vendor states it, its decimal bytes beside it
             return f"{format_quantity(self.quantity, written, 6)} ({shown})"
         return shown
