@@ -142,3 +142,20 @@ def test_the_examples_of_docs_models_run(models: Any, monkeypatch: pytest.Monkey
     assert "('memory_bandwidth',) KB402" in capsys.readouterr().out
     assert namespace["h200"].memory_bandwidth.to("TB/s").magnitude == pytest.approx(4.8)  # as the page says
     assert namespace["link"].bandwidth.to("GB/s").magnitude == pytest.approx(900)
+
+
+def test_a_file_of_the_users_in_the_output_directory_is_left_alone(tmp_path: Path) -> None:
+    """Nothing a user wrote is overwritten: OUT_DIR holding a package of the user's own is refused, untouched."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "__init__.py").write_text("ANSWER = 42\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "kbtools.interop.models", str(out), "--root", str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1
+    assert f"{out / '__init__.py'} exists and was not written by this command" in run.stderr
+    assert (out / "__init__.py").read_text(encoding="utf-8") == "ANSWER = 42\n"
+    assert [p.name for p in out.iterdir()] == ["__init__.py"]
