@@ -182,3 +182,40 @@ def test_kb561_says_which_file_to_add_the_origin_to(kb):
     found = kb.check().find("KB561")
     assert len(found) == 1, kb.check().out
     assert "add `origin: first-party` to records/sources/acme-x2-datasheet.md" in found[0]
+
+
+def _dates(field: str) -> dict[str, str]:
+    """record key -> the date its file writes for `field`, as ISO text (read here with PyYAML, not kb)."""
+    import yaml
+
+    found = {}
+    for path in (REPO / "records").rglob("*.md"):
+        head = path.read_text(encoding="utf-8").split("---")[1]
+        value = yaml.safe_load(head).get(field)
+        if value is not None:
+            key = path.relative_to(REPO / "records").with_suffix("").as_posix()
+            found[key] = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return found
+
+
+@pytest.mark.parametrize(
+    "flt, holds",
+    [
+        ("updated:{day}", lambda d, day: d == day),
+        ("published:{year}", lambda d, year: d.startswith(year)),
+        ("published<={month}", lambda d, month: d[:7] <= month),
+    ],
+)
+def test_a_date_filter_reads_a_date_and_a_shorter_date_as_its_period(flt, holds):
+    """`kb query updated:2026-11-29` failed ("'-11-29' is not a unit"): a date was read as a number and a
+    unit. A date filter matches the records whose date lies in it (`published:2024`: any day of 2024)."""
+    field = flt.split(":")[0].split(">")[0].split("<")[0]
+    dates = _dates(field)
+    day = max(dates.values())
+    args = {"day": day, "year": "2024", "month": "2023-06"}
+    text = flt.format(**args)
+    wanted = {key for key, date in dates.items() if holds(date, args[flt.split("{")[1].rstrip("}")])}
+    done = kb("query", text, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found = {row["key"] for row in json.loads(done.stdout)}
+    assert found == wanted and wanted, (text, sorted(found ^ wanted)[:5])

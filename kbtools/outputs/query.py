@@ -5,6 +5,7 @@ Filters (all must hold):
     memory_bandwidth>=4 TB/s  kv_bytes_per_token<100 KB/token   unit-aware comparison (= != < <= > >=)
     hit_time.high<1 s  ridge_point.low>=200 FLOP/B     one end of a figure's range over its conditions
     links-to:engines/lmcache                       the record links to that record (any field or the body)
+    updated:2026-11-29  published:2024  published<2025-06   a date, or the period a shorter date names
 
 A per-row figure (a cost computed `for_each` entry of a table, as a workload's hit_time is for each storage
 tier) is filtered row by row: a record matches when one of its rows meets every filter on that figure, and
@@ -16,6 +17,7 @@ Columns: key, then name, then the --fields in the order asked, then any filtered
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import re
@@ -33,6 +35,7 @@ from kbtools.outputs.report import counted
 FILTER = re.compile(
     r"^(?P<field>[a-z_][a-z0-9_-]*)(?:\.(?P<end>low|high|preferred))?\s*(?P<op>>=|<=|!=|=|>|<|:)\s*(?P<value>.+)$"
 )
+DATE = re.compile(r"^\d{4}(?:-\d{2}(?:-\d{2})?)?$")  # a date as records write one: 2026, 2026-11 or 2026-11-29
 ENDS = ("low", "high", "preferred")  # field.low>=X: a figure's range over the conditions it rests on, at one end
 
 
@@ -62,14 +65,13 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
             raise QueryError(f"unknown field '{match['field']}' in '{text}'{_did_you_mean(match['field'], known)}")
         value = match["value"].strip()
         if match["op"] in (":", "=", "!=") and not match["end"]:
-            allowed = _allowed(corpus, match["field"])
+            allowed, listed = _vocabulary(corpus, match["field"])
             if allowed and value not in allowed:
                 # a value no record can have answers nothing: a typo, said as one, never an empty result
                 raise QueryError(
                     f"{match['field']} is never '{value}'{_did_you_mean(value, allowed)}; "
                     f"it is one of: {', '.join(sorted(allowed))}"
                 )
-            listed = _listed(corpus, match["field"]) if not allowed else set()
             if listed and value not in listed and _did_you_mean(value, listed):
                 # an extensible vocabulary takes a user's own word, but one close to a listed or used word that no
                 # record has is a typo, said as one
@@ -77,10 +79,8 @@ def parse_filters(corpus: Corpus, texts: list[str]) -> list[Filter]:
                     f"no record has {match['field']} '{value}'{_did_you_mean(value, listed)}; an extensible "
                     f"vocabulary takes new words, and this one is close to one kb knows"
                 )
-        number, quantity = NUMBER.match(value), None
-        if number and number.group(
-            2
-        ):  # 'VALUE UNIT': read it now, so a bad unit is an error even if no record has the field
+        number, quantity = (None if DATE.match(value) else NUMBER.match(value)), None
+        if number and number.group(2):  # 'VALUE UNIT': read now, so a bad unit is an error even if no record has it
             try:
                 quantity = parse_quantity_text(value, None)
             except QuantityError as exc:
@@ -95,56 +95,42 @@ def _did_you_mean(word: str, known: Iterable[str]) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def _allowed(corpus: Corpus, field: str) -> set[str]:
-    """The values a field can take when the schemas list them: a type name for `type`, an enum's members
-    (over every type that has the field); empty when any value goes."""
+def _vocabulary(corpus: Corpus, field: str) -> tuple[set[str], set[str]]:
+    """What the schemas say a field's values are, in one walk of them: (allowed, listed).
+    allowed: the values it can take when every schema of it lists them (a type name for `type`, an enum's
+    members over every type that has the field); empty when any value goes.
+    listed: for a vocabulary a user may extend (an enum beside any other word, in an anyOf), the words the
+    schemas list and the words records use; empty otherwise."""
     if field == "type":
-        return set(corpus.registry.types)
-    found: set[str] = set()
+        return set(corpus.registry.types), set()
+    allowed: set[str] | None = set()
+    listed: set[str] = set()
     for record_type in corpus.registry.types.values():
-        for members in _enums(record_type.inlined_schema, field):
-            if members is None:
-                return set()  # some type takes any value there
-            found |= members
-    return found
-
-
-def _listed(corpus: Corpus, field: str) -> set[str]:
-    """For a field whose vocabulary a user may extend (an enum beside any other word, in an anyOf): the words the
-    schemas list and the words records use."""
-    found: set[str] = set()
-    for record_type in corpus.registry.types.values():
-        found |= _extensible_members(record_type.inlined_schema, field)
-    if found:
-        found |= {str(r.data[field]) for r in corpus.records.values() if isinstance(r.data.get(field), str)}
-    return found
-
-
-def _extensible_members(schema: Any, field: str) -> set[str]:
-    found: set[str] = set()
-    if isinstance(schema, dict):
-        properties = schema.get("properties")
-        spec = properties.get(field) if isinstance(properties, dict) else None
-        if isinstance(spec, dict) and isinstance(spec.get("anyOf"), list):
-            for part in spec["anyOf"]:
+        for spec in _specs(record_type.inlined_schema, field):
+            if isinstance(spec.get("enum"), list):
+                if allowed is not None:
+                    allowed |= {str(v) for v in spec["enum"]}
+                continue
+            allowed = None  # some type takes any value there
+            for part in spec.get("anyOf", []) if isinstance(spec.get("anyOf"), list) else []:
                 if isinstance(part, dict) and isinstance(part.get("enum"), list):
-                    found |= {str(v) for v in part["enum"]}
-        for key in ("allOf", "anyOf", "oneOf"):
-            for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
-                found |= _extensible_members(part, field)
-    return found
+                    listed |= {str(v) for v in part["enum"]}
+    if allowed:
+        return allowed, set()
+    if listed:
+        listed |= {str(r.data[field]) for r in corpus.records.values() if isinstance(r.data.get(field), str)}
+    return set(), listed
 
 
-def _enums(schema: Any, field: str) -> Iterator[set[str] | None]:
-    """The enum of each schema of `field` under this one (None for one with no enum)."""
+def _specs(schema: Any, field: str) -> Iterator[dict[str, Any]]:
+    """The schema of `field` in each part of this schema that declares it (properties, under allOf/anyOf/oneOf)."""
     if isinstance(schema, dict):
         properties = schema.get("properties")
         if isinstance(properties, dict) and isinstance(properties.get(field), dict):
-            spec = properties[field]
-            yield {str(v) for v in spec["enum"]} if isinstance(spec.get("enum"), list) else None
+            yield properties[field]
         for key in ("allOf", "anyOf", "oneOf"):
             for part in schema.get(key, []) if isinstance(schema.get(key), list) else []:
-                yield from _enums(part, field)
+                yield from _specs(part, field)
 
 
 @dataclass(frozen=True)
@@ -216,6 +202,10 @@ def _holds(actual: Any, flt: Filter) -> bool:
             raise QueryError(f"{flt.field} is a list: use {flt.field}:VALUE")
         found = flt.value in [str(v) for v in actual]
         return found if flt.op != "!=" else not found
+    elif DATE.match(flt.value) and (
+        isinstance(actual, dt.date) or (isinstance(actual, (int, str)) and DATE.match(str(actual)))
+    ):
+        return _in_period(actual.isoformat() if isinstance(actual, dt.date) else str(actual), flt.op, flt.value)
     elif isinstance(actual, (int, float)) and not isinstance(actual, bool) and flt.op not in (":",):
         try:
             left, right = float(actual), float(flt.value)
@@ -232,6 +222,23 @@ def _holds(actual: Any, flt: Filter) -> bool:
         ">": left > right,
         ">=": left >= right,
     }[flt.op]
+
+
+def _in_period(date: str, op: str, period: str) -> bool:
+    """A date (ISO text, of any precision) against a period written as a date: `published:2024` holds for any
+    day of 2024, `published>2024` for one after it, `published<2024-05` for one before May. ISO text orders
+    as time does, and a date lies in a period when the period's text begins it."""
+    within = date.startswith(period)
+    before = date < period and not within
+    return {
+        ":": within,
+        "=": within,
+        "!=": not within,
+        "<": before,
+        "<=": before or within,
+        ">": not before and not within,
+        ">=": not before,
+    }[op]
 
 
 def _columns(filters: list[Filter], extra_fields: list[str]) -> list[str]:
