@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from kbtools.corpus import Settings
+from kbtools.corpus import Corpus, Settings
 from kbtools.diagnostics import Diagnostic, UsageError
 from kbtools.outputs.report import counted
 from kbtools.version import __version__
@@ -326,14 +326,19 @@ def _report(args: argparse.Namespace, diagnostics: list[Diagnostic], summary: di
 
 
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.publish import check_output
-    from kbtools.outputs.report import format_text, summarize
-    from kbtools.site.build import build_site
 
     out = args.out or settings.build_path
     check_output(out, settings)  # before any work: a refusal costs nothing and changes nothing
-    corpus = check_corpus(settings, use_cache=True, complete=True)
+    with checked_corpus(settings, use_cache=True, complete=True) as corpus:
+        return _build(args, corpus, out)
+
+
+def _build(args: argparse.Namespace, corpus: Corpus, out: Path) -> int:
+    from kbtools.outputs.report import format_text, summarize
+    from kbtools.site.build import build_site
+
     errors = corpus.errors
     if errors and not args.force:
         sys.stdout.write(format_text(sorted(errors, key=Diagnostic.sort_key), summarize(errors, len(corpus.records))))
@@ -416,11 +421,11 @@ def run_measure(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_mv(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.authoring.move import apply_move, mentions, plan_move
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
 
-    corpus = check_corpus(settings, use_cache=True, complete=False)
-    move = plan_move(corpus, args.record, args.to)
-    edits = apply_move(settings, corpus, move)
+    with checked_corpus(settings, use_cache=True, complete=False) as corpus:
+        move = plan_move(corpus, args.record, args.to)
+        edits = apply_move(settings, corpus, move)
     print(f"moved {move.source.path} -> {move.new_path}")
     for rel, edit in edits:
         shown = move.new_path if rel == move.source.path else rel
@@ -458,18 +463,18 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_query(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.query import format_rows
     from kbtools.outputs.query import run_query as query
 
-    corpus = check_corpus(settings, use_cache=True, complete=True)
-    columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
+    with checked_corpus(settings, use_cache=True, complete=True) as corpus:
+        columns, rows = query(corpus, args.filters, [f for f in args.fields.split(",") if f])
     sys.stdout.write(format_rows(columns, rows, args.format))
     return EXIT_OK
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.export import export
 
     if not args.sqlite and not args.json and not args.frontmatter and not args.graphml:
@@ -477,7 +482,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
             "kb export: say where: --sqlite FILE, --json FILE, --graphml FILE and/or --frontmatter DIR", file=sys.stderr
         )
         return EXIT_USAGE
-    checked = lambda: check_corpus(settings, use_cache=True, complete=True)  # noqa: E731
+    checked = lambda: checked_corpus(settings, use_cache=True, complete=True)  # noqa: E731
     print(export(settings, args.sqlite, args.json, checked, args.frontmatter, args.graphml))
     return EXIT_OK
 
@@ -510,16 +515,16 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_explain(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.explain import explain_target
 
-    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
-    print("\n".join(explain_target(corpus, args.target)))
+    with checked_corpus(settings, use_cache=True, complete=True, on_demand=True) as corpus:
+        print("\n".join(explain_target(corpus, args.target)))
     return EXIT_OK
 
 
 def run_plan(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.plan import as_csv, as_json, as_text, make_plan, workload
 
     if args.ledger:
@@ -528,9 +533,9 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     if len(base) > 1:
         _say("plan", f"one workload record at most, not {', '.join(base)}")
         return EXIT_USAGE
-    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
-    record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
-    plan = make_plan(corpus, record)
+    with checked_corpus(settings, use_cache=True, complete=True, on_demand=True) as corpus:
+        record = workload(corpus, base[0] if base else None, [a for a in args.asked if "=" in a])
+        plan = make_plan(corpus, record)
     render = {"json": as_json, "csv": as_csv}.get(args.format)
     print(render(plan) if render else as_text(plan, args.explain), end="")
     for diagnostic in plan.diagnostics:
@@ -539,13 +544,13 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ledger(args: argparse.Namespace, settings: Settings) -> int:
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
     from kbtools.outputs.ledger import as_csv, as_json, as_text, ledger
 
     if args.asked or args.explain:
         raise UsageError("--ledger goes alone: it prints every case, not a plan of one workload")
-    corpus = check_corpus(settings, use_cache=True, complete=True, on_demand=True)
-    book = ledger(corpus)
+    with checked_corpus(settings, use_cache=True, complete=True, on_demand=True) as corpus:
+        book = ledger(corpus)
     sys.stdout.write({"json": as_json, "csv": as_csv}.get(args.format, as_text)(book))
     return EXIT_OK
 

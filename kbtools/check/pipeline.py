@@ -7,7 +7,8 @@ Corpus; the CLI, the site and exports all start from it and never re-parse.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kbtools.check.binary_units import BinaryUnitStage
@@ -74,6 +75,19 @@ def check_corpus(
 ) -> Corpus:
     """The checked corpus of a run (start_run) whose store stays open for as long as the corpus is used."""
     return checked(start_run(settings, use_cache, complete, scoped, on_demand))
+
+
+@contextmanager
+def checked_corpus(
+    settings: Settings, use_cache: bool = False, complete: bool = True, scoped: bool = False, on_demand: bool = False
+) -> Iterator[Corpus]:
+    """check_corpus for a command: the corpus, and the run's store let go when the command is done with it, even
+    when it fails, so the store is not held past the work that reads it."""
+    run = start_run(settings, use_cache, complete, scoped, on_demand)
+    try:
+        yield checked(run)
+    finally:
+        run.close()
 
 
 def _missing_records(settings: Settings) -> list[Diagnostic]:

@@ -24,6 +24,7 @@ import secrets
 import sqlite3
 import stat
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -439,11 +440,11 @@ def export(
     settings: Settings,
     sqlite: Path | None,
     json_path: Path | None,
-    checked: Callable[[], Corpus],
+    checked: Callable[[], AbstractContextManager[Corpus]],
     frontmatter: Path | None = None,
     graphml: Path | None = None,
 ) -> str:
-    """`kb export`: the corpus `checked` returns, as SQLite at `sqlite` (its Datasette metadata beside it),
+    """`kb export`: the corpus `checked` gives (a context: its run's store is let go after), as SQLite at `sqlite` (its Datasette metadata beside it),
     JSON at `json_path`, the link graph as GraphML at `graphml` (kbtools.interop.graph: networkx, the `graph`
     extra) and/or one YAML file per record under the directory `frontmatter`; what to tell the user. Every target is checked before the corpus is, so a refusal (OutputError) leaves everything as it
     was: one file named for two outputs, a path inside the repository's records or schemas, a link, an
@@ -479,7 +480,20 @@ def export(
             require_networkx()  # before the check: a missing networkx is said at once and costs nothing
         except ImportError as exc:
             raise OutputError(f"--graphml {graphml}: {exc}") from None
-    corpus = checked()
+    with checked() as corpus:  # the run's store is let go once the files are written
+        said = _write(corpus, sqlite, metadata, json_path, graphml, frontmatter)
+    return "\n".join(said)
+
+
+def _write(
+    corpus: Corpus,
+    sqlite: Path | None,
+    metadata: Path | None,
+    json_path: Path | None,
+    graphml: Path | None,
+    frontmatter: Path | None,
+) -> list[str]:
+    """Each export asked, written from the checked corpus: what was written, a line each."""
     said = []
     if sqlite and metadata:
         write_sqlite(corpus, sqlite)
@@ -502,7 +516,7 @@ def export(
             f"wrote the frontmatter of {counted(count, 'record')} into {frontmatter}, one YAML file each "
             f"(check-jsonschema --schemafile schema/TYPE.schema.json {frontmatter}/DIR/*.yaml)"
         )
-    return "\n".join(said)
+    return said
 
 
 FRONTMATTER_WRITER = "kb export --frontmatter"
