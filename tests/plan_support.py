@@ -1,5 +1,5 @@
-"""What the kb plan tests share: the repository's records as kb exports them (the figures hand arithmetic
-starts from), kb plan's JSON, and one tolerance."""
+"""What the kb plan and kb query tests share: the repository's records as kb exports them (the figures hand
+arithmetic starts from), kb plan's JSON and kb query's rows over one checked corpus a worker, and one tolerance."""
 
 import functools
 import json
@@ -73,6 +73,15 @@ def plan(*settings):
     found = make_plan(corpus, workload(corpus, base[0] if base else None, [s for s in settings if "=" in s]))
     assert not found.diagnostics, [d.message for d in found.diagnostics]
     return json.loads(as_json(found))
+
+
+def query(*filters: str, fields: str = "") -> list[dict]:
+    """kb query's JSON rows, made as `kb query FILTER... --format json` makes them (kbtools.cli.run_query) over
+    one checked corpus a worker; the command itself is run by the tests of its wiring and exit codes."""
+    from kbtools.outputs.query import format_rows, run_query
+
+    columns, rows = run_query(_repository_corpus(), list(filters), [f for f in fields.split(",") if f])
+    return json.loads(format_rows(columns, rows, "json"))
 
 
 def tier(found, key):

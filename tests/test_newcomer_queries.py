@@ -3,6 +3,7 @@ user meets them: every query README and docs/ show finds records; per-row figure
 --fields keeps the order asked; a near-miss id gets the records it may mean; KB561 says the fix."""
 
 import csv
+import functools
 import io
 import json
 import re
@@ -10,6 +11,7 @@ import shlex
 
 import pytest
 from conftest import REPO, run_kb
+from plan_support import exported_records, query
 
 from kbtools.outputs.query import FILTER
 
@@ -58,30 +60,28 @@ def test_the_documents_show_queries():
 
 @pytest.mark.parametrize(("where", "filters"), DOCUMENTED, ids=[f"{w} {' '.join(f)}" for w, f in DOCUMENTED])
 def test_every_documented_query_finds_records(where, filters):
-    done = kb("query", *filters, "--format", "json")
-    assert done.returncode == 0, (where, done.stderr)
-    assert json.loads(done.stdout), f"{where}: kb query {shlex.join(filters)} finds no record"
+    assert query(*filters), f"{where}: kb query {shlex.join(filters)} finds no record"
 
 
-def _exported_rows(tmp_path, cost):
-    """Each record's rows of a per-row cost, as kb export writes them: {key: {row: (value, high, unit)}}."""
-    assert kb("export", "--json", str(tmp_path / "kb.json")).returncode == 0
+@pytest.fixture(scope="module")
+def hit_rows(tmp_path_factory):
+    """Each record's hit_time rows, as kb export writes them: {key: {row: (value, high, unit)}}."""
     out = {}
-    for record in json.loads((tmp_path / "kb.json").read_text())["records"]:
-        view = record["values"].get(cost)
+    for key, record in exported_records(tmp_path_factory.mktemp("export")).items():
+        view = record["values"].get("hit_time")
         if view and "rows" in view:
-            out[record["key"]] = {
+            out[key] = {
                 row: (item["value"], item.get("range", {}).get("high", item["value"]), item["unit"])
                 for row, item in view["rows"].items()
             }
     return out
 
 
-def test_a_per_row_figure_is_filtered_row_by_row_and_shows_the_rows_that_met_it(tmp_path):
+def test_a_per_row_figure_is_filtered_row_by_row_and_shows_the_rows_that_met_it(hit_rows):
     """F8: `kb query 'hit_time.high<1 s'` found nothing, though a workload's hit_time is a table with one row
     per storage tier. A record matches when one of its rows does, and the column shows those rows."""
     to_ms = {"ms": 1.0, "s": 1000.0, "µs": 0.001, "us": 0.001}
-    exported = _exported_rows(tmp_path, "hit_time")
+    exported = hit_rows
     fast = {
         key: {row for row, (_, high, unit) in rows.items() if high * to_ms[unit] < 1000}
         for key, rows in exported.items()
@@ -97,18 +97,16 @@ def test_a_per_row_figure_is_filtered_row_by_row_and_shows_the_rows_that_met_it(
         assert all(v * to_ms[row["hit_time.high_unit"]] < 1000 for v in row["hit_time.high"].values())
 
 
-def test_one_row_must_meet_every_filter_on_its_figure(tmp_path):
+def test_one_row_must_meet_every_filter_on_its_figure(hit_rows):
     """Two ends of one figure: a record matches only when one row meets both, not each in another row."""
-    exported = _exported_rows(tmp_path, "hit_time")
+    exported = hit_rows
     to_ms = {"ms": 1.0, "s": 1000.0}
     both = {
         key
         for key, rows in exported.items()
         if any(10 < value * to_ms[unit] and high * to_ms[unit] < 100 for value, high, unit in rows.values())
     }
-    done = kb("query", "hit_time>10 ms", "hit_time.high<100 ms", "--format", "json")
-    assert done.returncode == 0, done.stderr
-    assert {row["key"] for row in json.loads(done.stdout)} == both
+    assert {row["key"] for row in query("hit_time>10 ms", "hit_time.high<100 ms")} == both
 
 
 def test_per_row_columns_are_not_empty_in_text():
@@ -184,14 +182,17 @@ def test_kb561_says_which_file_to_add_the_origin_to(kb):
     assert "add `origin: first-party` to records/sources/acme-x2-datasheet.md" in found[0]
 
 
+@functools.cache
 def _dates(field: str) -> dict[str, str]:
     """record key -> the date its file writes for `field`, as ISO text (read here with PyYAML, not kb)."""
     import yaml
 
     found = {}
     for path in (REPO / "records").rglob("*.md"):
-        head = path.read_text(encoding="utf-8").split("---")[1]
-        value = yaml.safe_load(head).get(field)
+        head = path.read_text(encoding="utf-8").split("\n---")[0]
+        if f"\n{field}:" not in head:
+            continue
+        value = yaml.safe_load(head.removeprefix("---")).get(field)
         if value is not None:
             key = path.relative_to(REPO / "records").with_suffix("").as_posix()
             found[key] = value.isoformat() if hasattr(value, "isoformat") else str(value)
@@ -215,7 +216,5 @@ def test_a_date_filter_reads_a_date_and_a_shorter_date_as_its_period(flt, holds)
     args = {"day": day, "year": "2024", "month": "2023-06"}
     text = flt.format(**args)
     wanted = {key for key, date in dates.items() if holds(date, args[flt.split("{")[1].rstrip("}")])}
-    done = kb("query", text, "--format", "json")
-    assert done.returncode == 0, done.stderr
-    found = {row["key"] for row in json.loads(done.stdout)}
+    found = {row["key"] for row in query(text)}
     assert found == wanted and wanted, (text, sorted(found ^ wanted)[:5])
