@@ -299,9 +299,15 @@ def _callers(computer, record: Record) -> list[tuple[str, re.Pattern]]:
             if not any(_whole_word(w).search(m) for m in mine)
         ]
         if words:
-            pattern = "|".join(_whole_word(w).pattern for w in sorted(words, key=len, reverse=True))
-            out.append((key, re.compile(pattern, re.IGNORECASE)))
+            out.append((key, _any_of(tuple(sorted(words, key=len, reverse=True)))))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _any_of(words: tuple[str, ...]) -> re.Pattern:
+    """One pattern for any of these names as whole words, longest first: compiled once per set of names, as
+    every record linking a record asks for the same set (re's own cache of 512 patterns is too small here)."""
+    return re.compile("|".join(_whole_word(w).pattern for w in words), re.IGNORECASE)
 
 
 _LINK_TEXT = re.compile(r"\[\[[^\]\n]*\]\]")
