@@ -296,7 +296,7 @@ def _callers(computer, record: Record) -> list[tuple[str, re.Pattern]]:
         words = [
             w
             for w in _called(computer.peek(target, "name"), computer.peek(target, "aliases"), target.id)
-            if not any(_whole_word(w).search(m) for m in mine)
+            if not any(_holds_words(m, w) for m in mine)
         ]
         if words:
             out.append((key, _any_of(tuple(sorted(words, key=len, reverse=True)))))
@@ -307,7 +307,7 @@ def _callers(computer, record: Record) -> list[tuple[str, re.Pattern]]:
 def _any_of(words: tuple[str, ...]) -> re.Pattern:
     """One pattern for any of these names as whole words, longest first: compiled once per set of names, as
     every record linking a record asks for the same set (re's own cache of 512 patterns is too small here)."""
-    return re.compile("|".join(_whole_word(w).pattern for w in words), re.IGNORECASE)
+    return re.compile("|".join(map(_whole_word, words)), re.IGNORECASE)
 
 
 _LINK_TEXT = re.compile(r"\[\[[^\]\n]*\]\]")
@@ -318,9 +318,24 @@ def _called(name: Any, aliases: Any, record_id: str) -> list[str]:
     return list(dict.fromkeys(" ".join(w.split()) for w in words if isinstance(w, str) and len(w.strip()) > 1))
 
 
-@lru_cache(maxsize=4096)
-def _whole_word(words: str) -> re.Pattern:
-    return re.compile(r"(?<![\w-])" + r"\s+".join(map(re.escape, words.split(" "))) + r"(?![\w-])", re.IGNORECASE)
+def _whole_word(words: str) -> str:
+    """A pattern for these words as whole words: not inside a longer word or hyphenated id, any run of spaces."""
+    return r"(?<![\w-])" + r"\s+".join(map(re.escape, words.split(" "))) + r"(?![\w-])"
+
+
+def _holds_words(text: str, words: str) -> bool:
+    """Whether `words` stand in `text` as whole words, in any case (as _whole_word's pattern would find them;
+    both have their spaces made single by _called): no pattern is compiled for a question asked once."""
+    text, words = text.lower(), words.lower()
+    start = text.find(words)
+    while start >= 0:
+        end = start + len(words)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_-") and not (after.isalnum() or after in "_-"):
+            return True
+        start = text.find(words, start + 1)
+    return False
 
 
 def _theirs(values: Callable[[str], list[Known]], keys: list[str]) -> list[Known]:
