@@ -409,8 +409,25 @@ class InlineValue:
 SUBSTITUTE_DEPTH = 3  # derived inputs expanded in place this many levels; deeper ones show their figure
 
 
+_WRITTEN: dict[tuple[int, int], tuple[Value, str]] = {}  # (id of a value, depth) -> (that value, its text)
+_WRITTEN_MOST = 100_000
+
+
 def substituted(value: Value, depth: int = 0) -> str:
-    """The formula with each input replaced by its figure, expanding derived inputs in place."""
+    """The formula with each input replaced by its figure, expanding derived inputs in place. A value is
+    immutable, and one input is written out on every page and row that reads it (a tier's hit time on each
+    workload's page), so its text is kept by identity: the entry holds the value, so the id cannot be reused."""
+    kept = _WRITTEN.get((id(value), depth))
+    if kept is not None and kept[0] is value:
+        return kept[1]
+    if len(_WRITTEN) >= _WRITTEN_MOST:  # a long-lived kb serve: let go of values no page may read again
+        _WRITTEN.clear()
+    text = _substituted(value, depth)
+    _WRITTEN[(id(value), depth)] = (value, text)
+    return text
+
+
+def _substituted(value: Value, depth: int) -> str:
     if value.formula is None:
         return value.shown()
     inputs = dict(value.inputs)
