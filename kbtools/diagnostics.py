@@ -54,7 +54,7 @@ CODES: dict[str, Code] = {
     "KB104": Code(
         E,
         "The frontmatter is not valid YAML (tabs, bad indentation, unclosed quotes...).",
-        "records/models/x.md:4:1: error KB104 invalid YAML: found character '\\t' that cannot start any token",
+        "records/models/x.md:4:1: error KB104 invalid YAML: a tab character where YAML expects spaces (YAML indents with spaces only)",
     ),
     "KB105": Code(
         E,

@@ -381,6 +381,10 @@ def parse_frontmatter(
         problem = exc.problem or str(exc)
         if exc.context:
             problem = f"{problem} ({exc.context})"
+        if mark is not None and _char_at(yaml_text, mark.line, mark.column) == "\t":
+            # libyaml words a tab by where it stands: "found character that cannot start any token" at the start
+            # of a line, "a tab character that violates indentation" elsewhere; either way the tab is the fault
+            problem = TAB_PROBLEM
         raise LoadError("KB104", line, column, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise LoadError("KB104", 1 + line_offset, 1, f"invalid YAML: {exc}") from None
@@ -398,6 +402,15 @@ def parse_frontmatter(
     positions: dict[FieldPath, tuple[int, int]] = {(): converter.where(node)}
     data = converter.convert(node, (), positions, 0)
     return data, positions, converter.values
+
+
+TAB_PROBLEM = "a tab character where YAML expects spaces (YAML indents with spaces only)"
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    """The character at a YAML mark's 0-based line and column ('' past the end)."""
+    lines = re.split("\r\n|[\r\n\x85\u2028\u2029]", text)  # the line breaks YAML counts
+    return lines[line][column : column + 1] if 0 <= line < len(lines) and column >= 0 else ""
 
 
 class _Converter:
