@@ -1,11 +1,13 @@
 """The last stage: diagnostics -> text, JSON, GitHub annotations or SARIF.
 
 A record file that does not parse (or cannot be read) yields no record, so every reference, link and
-inline value naming that record is a finding too: one that follows from the first. The text report prints
-such a cause first, with what follows from it indented under it; JSON marks each of those with the finding
-it follows from (`caused_by`), and every format still lists every finding. Which findings follow from which
-is read from the findings alone (their codes, files and messages), so a memo's stored answer is worded as the
-run that made it was (kbtools.check.run.memo), and nothing here imports a stage.
+inline value naming that record is a finding too: one that follows from the first. So is a finding that a
+record has no FIELD (a hardware_parameters row's KB511) where kb refused what that record writes there (a
+unit error, an impossible figure), or a figure the field is derived from: the refusal is the cause. The text
+report prints such a cause first, with what follows from it indented under it; JSON marks each of those with
+the finding it follows from (`caused_by`), and every format still lists every finding. Which findings follow
+from which is read from the findings alone (their codes, files and messages), so a memo's stored answer is
+worded as the run that made it was (kbtools.check.run.memo), and nothing here imports a stage.
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ UNPARSED = frozenset(
 )
 NOT_READ = frozenset({"KB112", "KB113"})  # of those, the file was not read at all
 FOLLOWING = frozenset({"KB300", "KB302", "KB509"})  # a reference, a [[link]], an inline value: "no record 'x'"
+# the codes with which kb refuses what a record writes in a field (kbtools.check.compute): it is not computed
+# with, so a finding elsewhere that the record has no such field follows from it. Each message starts with the
+# field's path ('memory_bandwidth: ...', 'memory_bandwidth.low: ...', 'memory_bandwidth[1]: ...')
+REFUSING = frozenset(
+    {"KB400", "KB401", "KB402", "KB403", "KB404", "KB405", "KB501", "KB502", "KB503", "KB504", "KB505", "KB506"}
+    | {"KB507", "KB531"}
+)
+LACKING = frozenset({"KB511"})  # "dir/id has no FIELD (kb refused it, ...)": a row naming a refused figure
+# KB511's words where the record's figure was refused (kbtools.check.compute.parameters.REFUSED); a record that
+# writes no such field is said to have none, and that finding stands alone
+_HAS_NO = re.compile(
+    r" ([^\s/]+/[^\s/]+) has no ([A-Za-z_][A-Za-z0-9_]*) \(kb refused it, or a figure it is derived from\)$"
+)
 _GUESS = re.compile(r" \(did you mean [^)]*\?\)$")
 _NAMES_NO_RECORD = re.compile(r": no record '([^']*)'(?: \(did you mean [^)]*\?\))?$")  # a suggestion may follow
 
@@ -45,18 +60,29 @@ class Group:
     cause: Diagnostic
     key: str
     follows: tuple[Diagnostic, ...]
+    field: str | None = None  # the field of `key` that the findings following from a refusal say it lacks
 
     @property
     def what(self) -> str:
-        """What became of the file, as the report says it."""
+        """What became of the file (or of the field), as the report says it."""
+        if self.field is not None:
+            return f"whose {self.field} kb refused" if self._refuses_field() else f"whose {self.field} rests on it"
         return "which kb did not read" if self.cause.code in NOT_READ else "which did not parse"
 
+    def _refuses_field(self) -> bool:
+        """Whether the cause refuses the field itself, not a figure the field is derived from."""
+        return refused_field(self.cause) == (self.key, self.field)
+
     def summary(self) -> str:
-        """'and 116 errors that follow from it: references to accelerators/x, which did not parse'."""
+        """'and 116 errors that follow from it: references to accelerators/x, which did not parse'; 'and 10
+        warnings that follow from it: uses of accelerators/x.memory_bandwidth, which kb refused'."""
         errors = sum(d.severity is Severity.ERROR for d in self.follows)
         warnings = len(self.follows) - errors
         counted = " and ".join(counts(errors=errors, warnings=warnings, keep_zero=False))
         verb = "follows" if len(self.follows) == 1 else "follow"
+        if self.field is not None:
+            why = "which kb refused" if self._refuses_field() else "which kb derives from what it refused"
+            return f"and {counted} that {verb} from it: uses of {self.key}.{self.field}, {why}"
         return f"and {counted} that {verb} from it: references to {self.key}, {self.what}"
 
 
@@ -79,22 +105,57 @@ def missing_name(d: Diagnostic) -> str | None:
     return found.group(1) if found else None
 
 
+def lacking_field(d: Diagnostic) -> tuple[str, str] | None:
+    """(dir/id, field) of a finding that says a record has no such field because kb refused it, or a figure
+    it is derived from."""
+    if d.code not in LACKING:
+        return None
+    found = _HAS_NO.search(d.message)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def refused_field(d: Diagnostic) -> tuple[str, str] | None:
+    """(dir/id, field) of a finding with which kb refused a field of the record at its file: the field is
+    the first name of the path its message starts with."""
+    if d.code not in REFUSING:
+        return None
+    parts = d.path.split("/")
+    if len(parts) < 3 or not parts[-1].endswith(".md"):
+        return None
+    found = re.match(r"([A-Za-z_][A-Za-z0-9_]*)[:.\[]", d.message)
+    return (f"{parts[-2]}/{parts[-1][:-3]}", found.group(1)) if found else None
+
+
 def _causes(diagnostics: Sequence[Diagnostic]) -> dict[int, int]:
     """Index of each finding that follows from another -> index of that other. A finding naming a bare id
-    follows from the first file of that name that yields no record; one naming dir/id, from that file."""
+    follows from the first file of that name that yields no record; one naming dir/id, from that file. A
+    finding that dir/id has no FIELD, which kb refused, follows from the first finding refusing that record's
+    FIELD, or else (the field is derived from what kb refused) from the record's first refusal of any field."""
     by_key: dict[str, int] = {}
     by_id: dict[str, int] = {}
+    by_field: dict[tuple[str, str], int] = {}
+    by_record: dict[str, int] = {}
     for n, d in enumerate(diagnostics):
         key = unparsed_key(d)
         if key is not None and key not in by_key:
             by_key[key] = n
             by_id.setdefault(key.rpartition("/")[2], n)
-    if not by_key:
+        refused = refused_field(d)
+        if refused is not None:
+            by_field.setdefault(refused, n)
+            by_record.setdefault(refused[0], n)
+    if not by_key and not by_field:
         return {}
     causes = {}
     for n, d in enumerate(diagnostics):
         name = missing_name(d)
-        cause = None if name is None else (by_key if "/" in name else by_id).get(name)
+        lacking = lacking_field(d)
+        if name is not None:
+            cause = (by_key if "/" in name else by_id).get(name)
+        elif lacking is not None:
+            cause = by_field.get(lacking, by_record.get(lacking[0]))
+        else:
+            cause = None
         if cause is not None and diagnostics[cause].path != d.path:
             causes[n] = cause
     return causes
@@ -107,9 +168,17 @@ def grouped(diagnostics: Sequence[Diagnostic]) -> tuple[list[Group], list[Diagno
     follows: dict[int, list[Diagnostic]] = {}
     for n, cause in causes.items():
         follows.setdefault(cause, []).append(diagnostics[n])
-    groups = [Group(diagnostics[n], unparsed_key(diagnostics[n]) or "", tuple(follows[n])) for n in sorted(follows)]
+    groups = [_group(diagnostics[n], tuple(follows[n])) for n in sorted(follows)]
     rest = [d for n, d in enumerate(diagnostics) if n not in follows and n not in causes]
     return groups, rest
+
+
+def _group(cause: Diagnostic, follows: tuple[Diagnostic, ...]) -> Group:
+    """A cause and what follows from it: a file that yields no record, or a refused figure of a record."""
+    lacking = next((found for found in map(lacking_field, follows) if found is not None), None)
+    if lacking is None:
+        return Group(cause, unparsed_key(cause) or "", follows)
+    return Group(cause, lacking[0], follows, lacking[1])
 
 
 def without_guess(message: str) -> str:

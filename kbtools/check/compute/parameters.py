@@ -19,6 +19,10 @@ from kbtools.lang.units import (
 if TYPE_CHECKING:
     from kbtools.check.compute.evaluation import Evaluator
 
+# KB511's words for a record that writes the field (or what it is derived from) and kb refused it: the finding
+# follows from that refusal, and kbtools.outputs.report reads these words to list it under it
+REFUSED = "kb refused it, or a figure it is derived from"
+
 
 def param_lookup(c: Evaluator, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
     """param(x, 'hardware-parameter-id'): the field that carries that parameter on x's type."""
@@ -97,13 +101,18 @@ def hardware_tables(c: Evaluator, record: Record) -> dict[str, dict[str, Value |
             if target is None:
                 continue
             field_name = carried.get(target.type)
-            value = None
+            value, refused = None, False
             try:
                 value = c.field(target, field_name) if field_name else None
-            except (ValueFailed, Cycle):
-                value = None
+            except (ValueFailed, Cycle):  # kb refused the field, or a figure it is derived from, saying why there
+                value, refused = None, True
             if value is None:
-                what = f"no {field_name}" if field_name else f"a {target.type}, which {parameter.id} is not carried by"
+                # a refused field's finding follows from the refusal (kbtools.outputs.report groups it there)
+                what = (
+                    f"no {field_name}" + (f" ({REFUSED})" if refused else "")
+                    if field_name
+                    else f"a {target.type}, which {parameter.id} is not carried by"
+                )
                 c.report(
                     "KB511",
                     record,
