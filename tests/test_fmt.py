@@ -39,6 +39,7 @@ def test_fmt_orders_keeps_comments_unknown_keys_and_body(kb):
     keys = [line.split(":")[0] for line in head.splitlines()[1:] if line and not line.startswith((" ", "#", "-"))]
     assert keys == [
         "id",
+        "custom_key",  # a key the schema does not know stays after the key written before it
         "type",
         "name",
         "status",
@@ -47,7 +48,6 @@ def test_fmt_orders_keeps_comments_unknown_keys_and_body(kb):
         "sources",
         "kind",
         "languages",
-        "custom_key",
     ]
     assert "# a comment above everything" in head and "# what it is" in head and "# not in the schema" in head
     assert "sources: [src-a]" in head and "languages: [Python, C++]" in head

@@ -1,10 +1,11 @@
 """`kb fmt`: canonical frontmatter, with comments, unknown keys and the body kept.
 
 ruamel.yaml's round-trip mode keeps comments; kb puts the keys in the schema's order
-(the envelope first, then the type's fields, then any keys the schema does not know, in
-the order they were written), writes lists of plain values inline and lists of mappings
-as blocks, and quotes only where YAML needs it. The body after the closing fence is kept
-byte for byte. Running it twice changes nothing.
+(the envelope first, then the type's fields), writes lists of plain values inline and lists
+of mappings as blocks, and quotes only where YAML needs it. A key the schema does not know
+(a misspelt `vender:`) stays where it was written, right after the key written before it:
+a typo is kb check's finding (KB201, with its guess), not also a file that would reformat.
+The body after the closing fence is kept byte for byte. Running it twice changes nothing.
 """
 
 from __future__ import annotations
@@ -55,7 +56,21 @@ def _style(node) -> None:
 
 
 def _ordered(data: CommentedMap, order: tuple[str, ...]) -> CommentedMap:
-    keys = [k for k in order if k in data] + [k for k in data if k not in order]
+    """The keys the schema knows in its order; each key it does not know follows the key written before it
+    (those written before every known key stay first), so kb fmt moves no unknown key among its neighbours."""
+    known = set(order)
+    after: dict[str | None, list[str]] = {}
+    anchor: str | None = None
+    for key in data:
+        if key in known:
+            anchor = key
+        else:
+            after.setdefault(anchor, []).append(key)
+    keys = list(after.get(None, []))
+    for key in order:
+        if key in data:
+            keys.append(key)
+            keys.extend(after.get(key, []))
     if keys == list(data):
         return data
     out = CommentedMap()
