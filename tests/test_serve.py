@@ -26,7 +26,7 @@ def test_an_edited_record_changes_the_open_page(served):
 
         seen = len(server.lines)
         card.write_text(card.read_text().replace("name: Example Corp card (an example)", "name: Renamed card"))
-        server.wait_for(r"built \d+ record pages? \(version 2\)", after=seen)
+        server.wait_for(r"rendered \d+ of \d+ record pages? \(version 2\)", after=seen)
         watch.page.wait_for_selector("h1:has-text('Renamed card')", timeout=30_000)  # reloaded by itself
 
         # an error: printed in the terminal, and shown on the page it concerns

@@ -226,7 +226,7 @@ def test_sigterm_during_a_build_removes_its_staging_directories_and_exits_cleanl
                     caught = bool(staging(root))  # frozen with a staging directory: it is building
                     if not caught:
                         os.kill(pid, signal.SIGCONT)
-                elif any(re.search(r"^built \d+ record page", line) for line in server.lines[seen:]):
+                elif any(re.search(r"^rendered \d+ of \d+ record page", line) for line in server.lines[seen:]):
                     break  # this build finished unseen: the next save starts another
             if caught or server.proc.poll() is not None:
                 break

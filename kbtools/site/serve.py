@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kbtools.corpus import Settings
@@ -117,6 +117,7 @@ class Site:
             shown = sorted(corpus.diagnostics, key=Diagnostic.sort_key)
             summary = summarize(shown, len(corpus.records))
             self.report(format_text(shown, summary, shown=FOLLOWING_SHOWN).rstrip("\n"))
+            before = self.record_pages(corpus.records)
             open_pages = self.open_pages() if self.version else set()
             reloaded: dict[str, bytes | None] | None = None  # the open pages as the quick pass left them
             try:
@@ -137,8 +138,23 @@ class Site:
             # made or removed by the whole build: the browser is told again, and reloads it
             if reloaded is None or self.page_files(open_pages) != reloaded:
                 self.publish()
-            self.report(f"built {counted(pages, 'record page')} (version {self.version})")
+            rendered = rendered_since(before, self.record_pages(corpus.records))
+            self.report(f"rendered {rendered:,} of {counted(pages, 'record page')} (version {self.version})")
             return True
+
+    def record_pages(self, keys: Iterable[str]) -> tuple[dict[str, str], set[str]]:
+        """Of the published site: the reuse manifest (record page -> the fingerprint of what it shows, noted by
+        the build that wrote it: kbtools.site.reuse) and which of these records' pages the site lists."""
+        from kbtools.outputs.publish import read_manifest
+        from kbtools.site.context import page_path
+        from kbtools.site.reuse import MANIFEST
+
+        try:
+            prints = json.loads((self.out / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            prints = {}
+        listed = read_manifest(self.out) or set()
+        return prints if isinstance(prints, dict) else {}, {page for page in map(page_path, keys) if page in listed}
 
     def page_files(self, pages: set[str]) -> dict[str, bytes | None]:
         """The published files of these pages (None: no such page)."""
@@ -383,6 +399,20 @@ def network_exposure(server: DevServer) -> str | None:
     return (
         f"listening on {address} ({where}): anyone who can reach this machine on port {port} can read the site, "
         "drafts included; --host 127.0.0.1 (the default) serves this machine only"
+    )
+
+
+def rendered_since(before: tuple[dict[str, str], set[str]], after: tuple[dict[str, str], set[str]]) -> int:
+    """How many record pages a build rendered, from the site before it and after it (Site.record_pages): a
+    build reuses a page (kbtools.site.reuse) only where the page was there and its fingerprint is the one
+    the manifest held, and notes the fingerprint; a page with none is rendered every time. So each page now
+    that was not there, has no fingerprint now, or another one than before, was rendered (once, however often
+    a quick pass for an open page rendered it first)."""
+    (old_prints, old_pages), (prints, pages) = before, after
+    return sum(
+        1
+        for page in pages
+        if page not in old_pages or prints.get(page) is None or prints.get(page) != old_prints.get(page)
     )
 
 
