@@ -1,0 +1,232 @@
+"""Issue 46, a newcomer's F11: what kb says where the words or the noise got in the way. A watt-hour is a unit
+of energy, a tab is named as a tab, the warnings that follow from a refused figure are listed under it, a
+misspelt key fails kb check only (not also kb fmt), and kb serve says how many pages it rendered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbtools.corpus import Settings
+
+TAB = "a tab character where YAML expects spaces (YAML indents with spaces only)"
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+# ---------------------------------------------------------------- a watt-hour is energy
+
+
+def test_a_watt_hour_where_watts_are_expected_is_named_energy(kb):
+    kb.source()
+    paths = {
+        unit: kb.record("accelerators", f"gpu-{unit.lower()}", "accelerator", f"vendor: V\ntdp: 700 {unit}\n")
+        for unit in ("Wh", "kWh", "MWh", "J")
+    }
+    found = kb.check().find("KB402")
+    assert found == [
+        f"records/accelerators/gpu-{unit.lower()}.md:{line_of(path, 'tdp:')}:{len('tdp: ') + 1}: error KB402 "
+        f"tdp: 700 {unit} is energy, expected power (like W)"
+        for unit, path in sorted(paths.items(), key=lambda item: item[1].name)
+    ]
+    assert kb.check().find("KB401") == []
+
+
+# ---------------------------------------------------------------- a tab says it is a tab
+
+
+@pytest.mark.parametrize(
+    "frontmatter, line, column",
+    [
+        ("id: x\ntype: engine\nkind: serving-engine\nrepo:\n\turl: https://example.org\n", 6, 1),  # column 1
+        ("id: x\ntype: engine\nkind: serving-engine\nrepo:\n  \turl: https://example.org\n", 6, 3),  # mid-indent
+        ("id: x\ntype: engine\nkind: serving-engine\nlanguages:\n\t- Python\n", 6, 1),  # before a list item
+        ("id: x\ntype: engine\nkind: serving-engine\nlanguages:\n  - C\n \t- Python\n", 7, 2),  # in a list's indent
+    ],
+    ids=["at-column-1", "in-the-indentation", "before-a-list-item", "in-a-list-items-indentation"],
+)
+def test_a_tab_in_the_indentation_is_named_where_it_is(kb, frontmatter, line, column):
+    kb.write("records/engines/x.md", f"---\n{frontmatter}---\nBody.\n", dedent=False)
+    kb.write("records/engines/y.md", '---\nid: y\nname: "abc\n---\n', dedent=False)  # no tab: its own words
+    found = kb.check().find("KB104")
+    assert found[0] == f"records/engines/x.md:{line}:{column}: error KB104 invalid YAML: {TAB}"
+    assert len(found) == 2 and found[1].startswith("records/engines/y.md:") and "tab" not in found[1]
+
+
+# ---------------------------------------------------------------- a refused figure and what follows from it
+
+
+def refused_bandwidth(kb):
+    """A flop row reads the memory bandwidth of three accelerators: gpu-bad writes one kb refuses (4.8 TB is no
+    bandwidth), gpu-none writes none, gpu-good a good one."""
+    kb.source()
+    kb.record(
+        "hardware-parameters",
+        "transfer-bandwidth",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
+    )
+    bad = kb.record("accelerators", "gpu-bad", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB\n")
+    kb.record("accelerators", "gpu-none", "accelerator", "vendor: V\n")
+    kb.record("accelerators", "gpu-good", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB/s\n")
+    rows = [
+        kb.record(
+            "flops",
+            name,
+            "flop",
+            """
+            class: decode_attention
+            bound_by: memory
+            hardware_parameters:
+              - parameter: transfer-bandwidth
+                effect: sets the time to read the KV
+                values_for: [gpu-bad, gpu-none, gpu-good]
+                basis: recorded
+            """,
+            body="[[gpu-bad]] [[gpu-none]] [[gpu-good]] [[transfer-bandwidth]]\n",
+        )
+        for name in ("f1", "f2")
+    ]
+    return bad, rows
+
+
+def test_warnings_that_a_refused_figure_is_missing_are_listed_under_the_refusal(kb):
+    bad, (f1, f2) = refused_bandwidth(kb)
+    result = kb.check()
+    lines = [line for line in result.out.splitlines() if " KB402 " in line or " KB511 " in line]
+    where, column = line_of(bad, "memory_bandwidth"), len("memory_bandwidth: ") + 1  # the value's text
+    row = line_of(f1, "values_for")
+    text = f1.read_text().splitlines()[row - 1]
+    at_bad, at_none = text.index("gpu-bad") + 1, text.index("gpu-none") + 1
+    assert lines == [
+        f"records/accelerators/gpu-bad.md:{where}:{column}: error KB402 memory_bandwidth: 4.8 TB is information, "
+        "expected information per time (like GB/s) (and 2 warnings that follow from it: uses of "
+        "accelerators/gpu-bad.memory_bandwidth, which kb refused)",
+        f"  records/flops/f1.md:{row}:{at_bad}: warning KB511 hardware_parameters[0]: accelerators/gpu-bad has no "
+        "memory_bandwidth (kb refused it, or a figure it is derived from)",
+        f"  records/flops/f2.md:{row}:{at_bad}: warning KB511 hardware_parameters[0]: accelerators/gpu-bad has no "
+        "memory_bandwidth (kb refused it, or a figure it is derived from)",
+        # a record that writes no bandwidth at all: its own finding, under no cause
+        f"records/flops/f1.md:{row}:{at_none}: warning KB511 hardware_parameters[0]: accelerators/gpu-none has no "
+        "memory_bandwidth",
+        f"records/flops/f2.md:{row}:{at_none}: warning KB511 hardware_parameters[0]: accelerators/gpu-none has no "
+        "memory_bandwidth",
+    ]
+
+
+def test_json_says_which_finding_a_missing_figure_follows_from(kb):
+    bad, _ = refused_bandwidth(kb)
+    found = kb.check_json()["diagnostics"]
+    where, column = line_of(bad, "memory_bandwidth"), len("memory_bandwidth: ") + 1
+    cause = {"path": "records/accelerators/gpu-bad.md", "line": where, "column": column}
+    assert [(d["path"], d.get("caused_by")) for d in found if d["code"] == "KB511"] == [
+        ("records/flops/f1.md", {**cause, "code": "KB402"}),
+        ("records/flops/f1.md", None),
+        ("records/flops/f2.md", {**cause, "code": "KB402"}),
+        ("records/flops/f2.md", None),
+    ]
+
+
+def test_a_figure_derived_from_a_refused_one_is_listed_under_the_refusal(kb):
+    """gpu-d writes no memory bandwidth: kb derives it from the bus width and the pin rate, and refuses the pin
+    rate. The row that reads the bandwidth follows from that refusal."""
+    kb.source()
+    kb.record(
+        "hardware-parameters",
+        "transfer-bandwidth",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
+    )
+    gpu = kb.record(
+        "accelerators", "gpu-d", "accelerator", "vendor: V\nmemory_bus_width: 6144 pin\nmemory_pin_rate: 8 GB\n"
+    )
+    row = kb.record(
+        "flops",
+        "f1",
+        "flop",
+        """
+        class: decode_attention
+        bound_by: memory
+        hardware_parameters:
+          - parameter: transfer-bandwidth
+            effect: sets the time to read the KV
+            values_for: [gpu-d]
+            basis: recorded
+        """,
+        body="[[gpu-d]] [[transfer-bandwidth]]\n",
+    )
+    lines = [line for line in kb.check().out.splitlines() if " KB402 " in line or " KB511 " in line]
+    at = line_of(row, "values_for")
+    assert lines == [
+        f"records/accelerators/gpu-d.md:{line_of(gpu, 'memory_pin_rate')}:{len('memory_pin_rate: ') + 1}: error KB402 "
+        "memory_pin_rate: 8 GB is information, expected information per time (like Gb/s) (and 1 warning that "
+        "follows from it: uses of accelerators/gpu-d.memory_bandwidth, which kb derives from what it refused)",
+        f"  records/flops/f1.md:{at}:{row.read_text().splitlines()[at - 1].index('gpu-d') + 1}: warning KB511 "
+        "hardware_parameters[0]: accelerators/gpu-d has no memory_bandwidth (kb refused it, or a figure it is "
+        "derived from)",
+    ]
+
+
+# ---------------------------------------------------------------- a misspelt key: kb check's finding only
+
+
+def test_a_misspelt_key_stays_where_it_was_written_so_fmt_check_passes(kb):
+    kb.source()
+    path = kb.record("accelerators", "acme-x1", "accelerator", "vender: Acme\nform_factor: SXM\n")
+    written = path.read_text()
+    fmt = kb.run("fmt", "--check", str(path))
+    assert fmt.exit_code == 0, fmt.out + fmt.err
+    assert "would reformat" not in fmt.out
+    assert path.read_text() == written
+    assert kb.check().find("KB201") == [
+        f"records/accelerators/acme-x1.md:{line_of(path, 'vender')}:1: error KB201 unknown field 'vender' for type "
+        "'accelerator' (did you mean 'vendor'?) (hint: fields are declared in schema/accelerator.schema.json)"
+    ]
+
+
+def test_fmt_keeps_an_unknown_key_after_the_key_written_before_it(kb):
+    kb.source()
+    path = kb.write(
+        "records/accelerators/acme-x2.md",
+        "---\nid: acme-x2\nname: Acme X2\nvender: Acme\ntype: accelerator\nstatus: draft\n"
+        "updated: 2026-11-29\nconfidence: 0.5\nsources: [src-a]\n---\nBody.\n",
+        dedent=False,
+    )
+    assert kb.run("fmt", str(path)).exit_code == 0
+    head = path.read_text().split("\n---\n", 1)[0]
+    keys = [line.split(":")[0] for line in head.splitlines()[1:]]
+    # the known keys in the schema's order; vender still right after name, the key written before it
+    assert keys == ["id", "type", "name", "vender", "status", "confidence", "updated", "sources"]
+    assert kb.run("fmt", "--check", str(path)).exit_code == 0
+
+
+# ---------------------------------------------------------------- kb serve says what it rendered
+
+
+def test_serve_says_how_many_of_the_record_pages_a_rebuild_rendered(kb, tmp_path):
+    from kbtools.site.serve import Site
+
+    kb.source()
+    for name in ("e1", "e2"):
+        kb.record("engines", name, "engine", "kind: serving-engine\n", body=f"[[src-a]] [[{name}]]\n")
+    said: list[str] = []
+    site = Site(Settings(root=kb.root), tmp_path / "site", False, said.append)
+    assert site.rebuild()
+    assert said[-1] == "rendered 3 of 3 record pages (version 1)"  # a first build renders every page
+    engine = kb.root / "records" / "engines" / "e1.md"
+    engine.write_text(engine.read_text() + "More prose, which no other page shows.\n")
+    assert site.rebuild()
+    assert said[-1] == "rendered 1 of 3 record pages (version 2)"
+    assert site.rebuild()
+    assert said[-1] == "rendered 0 of 3 record pages (version 3)"
+
+
+def test_a_watt_hour_is_a_known_unit_in_formulas_too():
+    from kbtools.lang.units import parse_quantity_text
+
+    assert parse_quantity_text("1 MWh", None).to("kWh").magnitude == pytest.approx(1000)
+    assert parse_quantity_text("2 Wh", None).to("J").magnitude == pytest.approx(7200)
+    assert parse_quantity_text("0.08 USD/kWh", None).to("USD/MWh").magnitude == pytest.approx(80)
