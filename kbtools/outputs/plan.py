@@ -443,6 +443,84 @@ def _magnitude(value: Value) -> float:
     return float(value.quantity.to_base_units().magnitude)
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """One option of a plan, best first, with what kb plan prints under it, in its words: a row of the
+    "tiers, best first" table on a workload's page."""
+
+    rank: int
+    option: Option
+    ranked_by: Figure | None  # the figure the plan ranks by (ttft); None: kb cannot rank the option
+    unranked: tuple[str, ...]  # then why, as kb plan says it: "no ttft: storage-tiers/x has no capacity"
+    compared: tuple[Figure, ...]  # what the verdict compares: the option's hit time, the node's recompute time
+    verdict: str | None  # "a hit against the recompute: faster (0.0421× the time)"
+    broken: tuple[str, ...]  # the limits it breaks: "the working set does not fit in the KV the tier can hold"
+    within: str | None  # "within its limits: tier_fill 0.001342 (each at most 1)"
+    not_checked: tuple[str, ...]  # "not checked (the hits need …): the workload has no request_rate"
+    limited_by: tuple[str, ...]  # "reader_rate limited by the tier's own links"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    plan: Plan
+    options: tuple[Ranked, ...]  # best first
+
+    @property
+    def heading(self) -> str:
+        return ranking_heading(self.plan)
+
+
+# kb plan's words, which its text and a workload's page (kbtools.site.plan_view) both print
+def ranking_heading(plan: Plan) -> str:
+    """ "tiers, best first (least ttft, then the rest)"."""
+    return f"{plan.over}, best first (least {plan.rank_by}, then the rest)"
+
+
+def verdict_line(option: Option) -> str | None:
+    return f"a hit against the recompute: {option.verdict}" if option.verdict else None
+
+
+def within_line(option: Option) -> str | None:
+    return f"within its limits: {', '.join(option.within)} (each at most 1)" if option.within else None
+
+
+def limited_lines(option: Option) -> tuple[str, ...]:
+    return tuple(f"{b.figure} limited by {b.words}" for b in option.bottlenecks)
+
+
+def ranking(corpus: Corpus, record: Record) -> Ranking:
+    """`kb plan RECORD`'s ranking as data, for a record of the checked corpus whose type plans (a workload): its
+    options in kb plan's order, each with the lines kb plan prints under it (as_text), sorted by what they say."""
+    plan = make_plan(corpus, record)
+    worded = planned_type(corpus, record).planning.get("verdict")
+    node = {f.name: f for f in plan.figures}
+    ranked = []
+    for n, option in enumerate(plan.options, 1):
+        own = {f.name: f for f in option.figures}
+        ranked_by = own.get(plan.rank_by)
+        # make_plan lists first the rank figure's absence, when it is absent, then the limits not checked
+        cannot_rank = 1 if ranked_by is None and plan.rank_by in record.costs and option.unpriced else 0
+        said = own.get(worded) if isinstance(worded, str) else None
+        compared = tuple(
+            found for name, _ in (said.value.inputs if said else ()) if (found := own.get(name) or node.get(name))
+        )
+        ranked.append(
+            Ranked(
+                n,
+                option,
+                ranked_by,
+                option.unpriced[:cannot_rank],
+                compared,
+                verdict_line(option),
+                option.breaches,
+                within_line(option),
+                option.unpriced[cannot_rank:],
+                limited_lines(option),
+            )
+        )
+    return Ranking(plan, tuple(ranked))
+
+
 # ---------------------------------------------------------------- output
 
 
@@ -511,17 +589,14 @@ def as_text(plan: Plan, explain: bool = False) -> str:
     for figure in plan.figures:
         lines.extend(_figure_lines(figure, width, "  ", explain, node=True))
     lines.append("")
-    lines.append(f"{plan.over}, best first (least {plan.rank_by}, then the rest):")
+    lines.append(f"{ranking_heading(plan)}:")
     for n, option in enumerate(plan.options, 1):
         lines.append(f"{n}. {option.key} ({option.name})")
-        if option.verdict:
-            lines.append(f"     a hit against the recompute: {option.verdict}")
-        for broken in option.breaches:
-            lines.append(f"     ! {broken}")
-        if option.within:
-            lines.append(f"     within its limits: {', '.join(option.within)} (each at most 1)")
-        for bottleneck in option.bottlenecks:
-            lines.append(f"     {bottleneck.figure} limited by {bottleneck.words}")
+        verdict, within = verdict_line(option), within_line(option)
+        lines.extend([f"     {verdict}"] if verdict else [])
+        lines.extend(f"     ! {broken}" for broken in option.breaches)
+        lines.extend([f"     {within}"] if within else [])
+        lines.extend(f"     {limited}" for limited in limited_lines(option))
         for why in option.unpriced:
             lines.append(f"     {why}")
         for figure in option.figures:

@@ -4,6 +4,8 @@ same place (UnparsedPage): the error, and what follows from it."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any
@@ -17,6 +19,7 @@ from kbtools.outputs.report import NOT_READ, without_guess
 from kbtools.registry import RecordType
 from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood
 from kbtools.site.context import Page, SiteContext, page_path, relative
+from kbtools.site.plan_view import missing_rows, ranking_view
 from kbtools.site.render import safe_url
 
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
@@ -55,6 +58,7 @@ class RecordPage(Page):
             (str(record.data.get("name", key)), record.type or "", page),
             [(link["label"], link["type"], link["href"], d) for link, d in neighbours.values()],
         )
+        body, sections = body_sections(site.renderer.render(key))
         site.render(
             "record.html",
             page,
@@ -74,7 +78,8 @@ class RecordPage(Page):
             hardware=hardware,
             hardware_rows=rows,
             claims=claims,
-            body=Markup(site.renderer.render(key)),
+            body=Markup(body),
+            sections=sections,
             sources=sources,
             outgoing=dict(sorted(outgoing.items())),
             incoming=incoming,
@@ -86,6 +91,7 @@ class RecordPage(Page):
             ),
             calculator=site.calculator.model(key),
             diagnostics=site.diagnostics_for(record),
+            ranking=ranking_view(site, page, record, record_type) if record_type is not None else None,
         )
 
     def fields_view(
@@ -199,6 +205,7 @@ class RecordPage(Page):
                 "value": self.site.value_view(page, value),
                 "columns": [],
             }
+        missing_rows(self.site, page, record, views)
         for name, view in list(views.items()):
             other = specs.get(name, {}).get("beside")
             host = views.get(other) if isinstance(other, str) else None
@@ -244,6 +251,28 @@ def record_view(record: Record) -> dict[str, Any]:
         "path": record.path,
         "data": record.data,
     }
+
+
+_H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
+_HIDDEN = re.compile(r'<span class="kb-value-why">.*?</span>', re.S)  # a figure's derivation, shown on hover
+
+
+def body_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
+    """The rendered body with an id on each of its h2 headings, and each heading's (id, text), for the
+    page's contents list. An id starts "s-", apart from the page's own parts and its figures' "v-" rows."""
+    sections: list[tuple[str, str]] = []
+
+    def named(match: re.Match[str]) -> str:
+        text = " ".join(html.unescape(re.sub(r"<[^>]*>", "", _HIDDEN.sub("", match.group(1)))).split())
+        slug = "s-" + (re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or str(len(sections) + 1))
+        unique, n = slug, 1
+        while unique in {id_ for id_, _ in sections}:
+            n += 1
+            unique = f"{slug}-{n}"
+        sections.append((unique, text))
+        return f'<h2 id="{unique}">{match.group(1)}</h2>'
+
+    return _H2.sub(named, body), sections
 
 
 def _stated(record: Record, name: str) -> str | None:

@@ -99,4 +99,19 @@ function search() {
   document.addEventListener("click", (event) => { if (!form.contains(event.target)) box.hidden = true; });
 }
 
-document.addEventListener("DOMContentLoaded", () => { sortableTables(); search(); });
+// A link to a figure in a folded table opens the fold (a closed <details>) and shows it; Chromium opens it by
+// itself on a fragment navigation, other browsers may not.
+function revealTarget() {
+  const id = decodeURIComponent(window.location.hash.slice(1));
+  const target = id ? document.getElementById(id) : null;
+  if (!target) return;
+  let opened = false;
+  for (let fold = target.closest("details:not([open])"); fold; fold = fold.parentElement && fold.parentElement.closest("details:not([open])")) {
+    fold.open = true;
+    opened = true;
+  }
+  if (opened) target.scrollIntoView();
+}
+
+document.addEventListener("DOMContentLoaded", () => { sortableTables(); search(); revealTarget(); });
+window.addEventListener("hashchange", revealTarget);
