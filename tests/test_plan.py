@@ -208,6 +208,13 @@ def test_text_csv_and_explain_carry_the_same_plan():
     assert [r["key"] for r in rows] == [t["key"] for t in found["tiers"]]
     assert float(rows[0]["ttft"]) == pytest.approx(found["tiers"][0]["figures"]["ttft"]["value"])
     assert {"ttft_low", "ttft_high", "ttft_unit"} <= set(rows[0])
+    # newcomer F15: the node's figures (the recompute a hit is compared with) are on every row too
+    node = found["figures"]
+    assert "recompute_time" in node
+    for name, figure in node.items():
+        column = name if f"{name}_unit" in rows[0] and name not in found["tiers"][0]["figures"] else f"node_{name}"
+        for row in rows:
+            assert float(row[column]) == pytest.approx(figure["value"]) and row[f"{column}_unit"] == figure["unit"]
 
 
 @pytest.mark.parametrize(

@@ -550,10 +550,19 @@ def as_json(plan: Plan) -> str:
 
 
 def as_csv(plan: Plan) -> str:
+    """One row an option, best first, with its figures; then the node's figures (the recompute it is compared
+    with, the decode cost), the same on every row, so a spreadsheet reading one row has the whole comparison. A
+    node figure named as an option's is the column node_NAME."""
     names = list(dict.fromkeys(f.name for o in plan.options for f in o.figures))
+    node = {(f"node_{f.name}" if f.name in names else f.name): f for f in plan.figures}
     columns = ["rank", "key", "name", "verdict", "limits_broken", "limited_by", "not_priced"]
-    for name in names:
+    for name in [*names, *node]:
         columns += [name, f"{name}_low", f"{name}_high", f"{name}_unit"]
+    shared = {}
+    for name, figure in node.items():
+        data = figure.data()
+        shared.update({name: data["value"], f"{name}_low": data["low"], f"{name}_high": data["high"]})
+        shared[f"{name}_unit"] = data["unit"]
     rows = []
     for n, option in enumerate(plan.options, 1):
         row: dict[str, Any] = {
@@ -564,6 +573,7 @@ def as_csv(plan: Plan) -> str:
             "limits_broken": "; ".join(option.breaches),
             "limited_by": "; ".join(f"{b.figure}: {b.words}" for b in option.bottlenecks),
             "not_priced": "; ".join(option.unpriced),
+            **shared,
         }
         for figure in option.figures:
             data = figure.data()
