@@ -188,3 +188,22 @@ def test_a_joule_where_watts_are_expected_is_named_energy():
     with pytest.raises(QuantityError) as raised:
         check_dimension(parse_quantity_text("0.3 J/token", None), "W")
     assert "is energy per token, expected power" in str(raised.value)
+
+
+def test_a_tier_with_less_than_no_room_breaks_its_limit(records):
+    """A tier whose room for KV is below nothing (HBM once weights larger than it are loaded: GLM-5's BF16
+    weights on eight H200s) gave tier_fill -0.133 and was printed "within its limits"; a share below 0 breaks
+    the limit, as one above 1 does. The weights and the HBM are read from the records, by hand."""
+    workload = "workloads/llm-d-p2p-glm-5-2-8x-h200-75k"
+    data = records[workload]["data"]
+    hbm = records[f"accelerators/{data['accelerator']}"]["values"]["memory_capacity"]
+    weights = records[f"models/{data['model']}"]["values"]["weight_bytes"]
+    assert hbm["unit"] == weights["unit"] == "GB", (hbm["unit"], weights["unit"])
+    assert weights["value"] > hbm["value"] * figure_reader(records)(workload, "gpus")  # the weights overfill HBM
+    done = run_kb("--root", str(REPO), "plan", workload)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if ". storage-tiers/gpu-hbm-h200 (" in line)
+    block = lines[at : next((j for j in range(at + 1, len(lines)) if lines[j][:1].isdigit()), len(lines))]
+    assert not any("within its limits" in line and "tier_fill" in line for line in block), block
+    assert any(line.strip().startswith("! the working set does not fit") and "below 0" in line for line in block)

@@ -463,7 +463,7 @@ def hand_plan(s: Stated, key: str) -> dict:
             f["residency_usd_per_hour"] = f["stored_working_set"] * per_byte_second
         rate_here = hit_rate if hit_rate is not None else f.get("hit_rate_lru")
         if rate_here is None:
-            broken[t] = [limit for limit in ("tier_fill",) if f.get(limit, 0.0) > 1]
+            broken[t] = [limit for limit in ("tier_fill",) if not 0 <= f.get(limit, 0.0) <= 1]
             continue  # no hit rate, given or derived: nothing that weighs hits against misses is priced
         f["tier_hit_rate"] = hit_rate = rate_here
         f["ttft"] = ttft = hit_rate * hit + (1 - hit_rate) * recompute
@@ -503,7 +503,9 @@ def hand_plan(s: Stated, key: str) -> dict:
         if request_rate is not None:  # every miss's KV written through into the tier, at its read rate
             f["fill_load"] = request_rate * (1 - hit_rate) * node_bytes / (readers * share)
         broken[t] = [
-            limit for limit in ("tier_fill", "tier_load", "prefill_utilisation", "fill_load") if f.get(limit, 0.0) > 1
+            limit  # a share kept from 0 to 1: below 0 it is a share of less than no room (weights over the HBM)
+            for limit in ("tier_fill", "tier_load", "prefill_utilisation", "fill_load")
+            if not 0 <= f.get(limit, 0.0) <= 1
         ]
     return {"node": node, "tiers": tiers, "stages": stages, "broken": broken, "engine": engine}
 
@@ -625,7 +627,7 @@ def test_no_figure_the_records_allow_is_left_out(stated, plans, workload):
 
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_tiers_are_ranked_by_ttft_after_the_limits_they_break(stated, plans, spec, workload):
-    """x-kb-plan ranks the tiers by ttft, least first, those that break a limit (a limit figure above 1) after
+    """x-kb-plan ranks the tiers by ttft, least first, those that break a limit (a limit figure above 1, or below 0) after
     those that break none, and those with no ttft last; the broken limits are the ones the hand figures break."""
     hand = hand_plan(stated, f"workloads/{workload}")
     found = plans(workload)
@@ -633,7 +635,10 @@ def test_tiers_are_ranked_by_ttft_after_the_limits_they_break(stated, plans, spe
     assert spec["x-kb-plan"]["rank_by"] == "ttft"
     for option in found["tiers"]:
         expected = [words[limit] for limit in hand["broken"].get(option["key"], [])]
-        assert option["limits_broken"] == expected, (option["key"], option["limits_broken"], expected)
+        said = [
+            text.partition(" (")[0] if " (" in text and "below 0" in text else text for text in option["limits_broken"]
+        ]
+        assert said == expected, (option["key"], option["limits_broken"], expected)
     assert [option["rank"] for option in found["tiers"]] == list(range(1, len(found["tiers"]) + 1))
 
     def order(tier_key):

@@ -337,8 +337,10 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
             said = verdict(per_option[worded][key])
         breaches = tuple(
             words
+            if _ratio(per_option[name][key]) > 1
+            else f"{words} ({name} {_shown_ratio(per_option[name][key])}: below 0, as no room is left for it at all)"
             for name, words in limits.items()
-            if key in per_option.get(name, {}) and _ratio(per_option[name][key]) > 1
+            if key in per_option.get(name, {}) and not _kept(per_option[name][key])
         )
         bottlenecks = tuple(
             slowest
@@ -354,9 +356,9 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         if not figures:  # nothing computed at all: say so, and which fields are missing (never only "kb explain")
             unpriced = tuple("no figures: " + why.partition(": ")[2] for why in unpriced[:1]) + unpriced[1:]
         within = tuple(
-            f"{name} {format_quantity(per_option[name][key].quantity, '1', 4)}"
+            f"{name} {_shown_ratio(per_option[name][key])}"
             for name in limits
-            if key in per_option.get(name, {}) and _ratio(per_option[name][key]) <= 1
+            if key in per_option.get(name, {}) and _kept(per_option[name][key])
         )
         options.append(
             Option(
@@ -437,6 +439,16 @@ def slowest_stage(figure: str, stages: dict[str, str], per_option: dict, key: st
 
 def _ratio(value: Value) -> float:
     return float(value.quantity.to("dimensionless").magnitude)
+
+
+def _kept(limit: Value) -> bool:
+    """A limit (a share of something, at most 1) is kept from 0 to 1. Below 0 it divides by a room that is
+    below nothing (HBM left for KV once weights larger than the HBM are loaded): broken, never "within"."""
+    return 0 <= _ratio(limit) <= 1
+
+
+def _shown_ratio(limit: Value) -> str:
+    return format_quantity(limit.quantity, "1", 4)
 
 
 def _magnitude(value: Value) -> float:
