@@ -45,8 +45,11 @@ EXPECTED = {
     "qwen3-8b": (36 * per_layer(8, 128), {4096: 147456 * 4096, 40960: 147456 * 40960}),
     # Qwen3 30B-A3B (MoE): 48 layers x 4 KV heads x 128; Qwen3-MoE does not read max_window_layers
     "qwen3-30b-a3b": (48 * per_layer(4, 128), {4096: 98304 * 4096, 40960: 98304 * 40960}),
-    # Phi-1: MHA, 24 layers x 32 heads x 64 (2048 / 32), float32 weights (4 B)
-    "phi-1": (24 * per_layer(32, 64, 4), {2048: 393216 * 2048, 1024: 393216 * 1024}),
+    # Phi-1: MHA, 24 layers x 32 heads x 64 (2048 / 32); float32 weights, served and cached in bfloat16 (2 B)
+    "phi-1": (
+        24 * per_layer(32, 64),
+        {2048: 196608 * 2048, 1024: 196608 * 1024},
+    ),
     # Phi-4 (phi3 code): 40 layers x 10 KV heads x 128 (5120 / 40); "sliding_window": null
     "phi-4": (40 * per_layer(10, 128), {4096: 204800 * 4096, 16384: 204800 * 16384}),
     # DeepSeek V3, MLA: 61 layers x (kv_lora_rank 512 + qk_rope_head_dim 64), one latent per token, bf16

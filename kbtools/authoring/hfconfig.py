@@ -44,6 +44,8 @@ from kbtools.authoring.hfvalues import (
     _IGNORED,
     _STRUCTURAL,
     MAX_UNMAPPED_SHOWN,
+    SERVED_DTYPE,
+    SERVED_WHY,
     ConfigError,
     Reading,
     _int,
@@ -88,7 +90,18 @@ def read_config(config: dict[str, Any], path: Path, field_map: dict[str, str]) -
     _sparse_indexer(config, arch, reading)
     _moe(config, path, reading)
     dtype = config.get("torch_dtype") or config.get("dtype")
-    if isinstance(dtype, str) and dtype in _DTYPE_BYTES:
+    if isinstance(dtype, str) and dtype in SERVED_DTYPE:  # float32: served, and its KV cached, in 16 bits
+        served = SERVED_DTYPE[dtype]
+        out["kv_dtype_size"] = f"{_DTYPE_BYTES[served]} B"
+        reading.comments["kv_dtype_size"] = (
+            f"{served}, not the config's {dtype}: vLLM's dtype 'auto' serves float32 in {served} on GPUs of "
+            "compute capability 8.0+ (vllm/config/model.py _resolve_auto_dtype at 18ec6629)"
+        )
+        reading.notes.append(
+            f"kv_dtype_size is {_DTYPE_BYTES[served]} B ({served}), not the {_DTYPE_BYTES[dtype]} B of the config's "
+            f"{dtype}: {SERVED_WHY}; an engine may also cache KV in another type (FP8 halves it)"
+        )
+    elif isinstance(dtype, str) and dtype in _DTYPE_BYTES:
         out["kv_dtype_size"] = f"{_DTYPE_BYTES[dtype]} B"
         reading.notes.append(
             f"kv_dtype_size is the weights' dtype ({dtype}); an engine may cache KV in another type (FP8 halves it)"
@@ -125,7 +138,8 @@ def record_text(
         "basis: vendor-spec",
     ]
     for key, value in reading.fields.items():
-        lines.append(f"{key}: {value}")
+        comment = f"  # {reading.comments[key]}" if key in reading.comments else ""
+        lines.append(f"{key}: {value}{comment}")
     notes = [f"Fields read by kb new --from-config from {source_path}."] + [f"{n}." for n in reading.notes]
     if reading.missing:
         notes.append("Not in the config, to add by hand: " + "; ".join(reading.missing) + ".")
