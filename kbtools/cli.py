@@ -101,6 +101,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="read the fields from a Hugging Face config.json on disk (types whose schema declares x-kb-from-config)",
     )
+    new.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a guided draft: this field's value (a record's id for a reference, comma-separated for a list; "
+        "repeatable); kb fills what else the draft needs, marking each value it assumed, so a workload plans at once",
+    )
     new.set_defaults(handler=run_new)
 
     query = sub.add_parser(
@@ -359,8 +367,9 @@ def _build(args: argparse.Namespace, corpus: Corpus, out: Path) -> int:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from kbtools.authoring.init import init
+    from kbtools.authoring.init import enclosing_base, init
 
+    nested = enclosing_base(args.directory)
     try:
         written, kept = init(args.directory, args.types, args.title, existing=args.existing)
     except OSError as exc:
@@ -373,6 +382,8 @@ def run_init(args: argparse.Namespace) -> int:
     print(
         f"a new knowledge base in {args.directory}: next, kb --root {args.directory} check && kb --root {args.directory} build"
     )
+    if nested:  # said last, where it is seen after the list of files
+        print(f"kb init: warning: {nested}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -443,22 +454,10 @@ def run_new(args: argparse.Namespace, settings: Settings) -> int:
 
     corpus = check_corpus(settings, use_cache=True, complete=False)
     check_sources(corpus, args.source)  # an unknown type, a file that exists, a source that is not there: usage
-    path, reading = new_record(
-        settings,
-        corpus.registry,
-        args.type,
-        args.name,
-        args.source,
-        args.id,
-        force=args.force,
-        from_config=args.from_config,
+    path, said = new_record(
+        settings, corpus, args.type, args.name, args.source, args.id, args.force, args.from_config, args.set
     )
-    print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)")
-    if reading is not None:
-        for item in reading.missing:
-            print(f"  not in the config: {item}")
-        if reading.unmapped:
-            print(f"  config keys kb does not map: {', '.join(reading.unmapped)}")
+    print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)", *said, sep="\n")
     return EXIT_OK
 
 
@@ -508,9 +507,8 @@ def run_fmt(args: argparse.Namespace, settings: Settings) -> int:
             elif result.changed:
                 changed += 1
                 print(f"{shown}: {'would reformat' if args.check else 'reformatted'}")
-    print(
-        f"{counted(len(files), 'record')}: {changed} {'would change' if args.check else 'changed'}, {errors} not formatted"
-    )
+    unformatted = f", {errors} not formatted" if errors else ""  # said only when some were
+    print(f"{counted(len(files), 'record')}: {changed} {'would change' if args.check else 'changed'}{unformatted}")
     return EXIT_ERRORS if errors or (args.check and changed) else EXIT_OK
 
 

@@ -12,7 +12,11 @@ through a symbolic link or below a file, so nothing lands outside the directory.
 
 Type sets: `minimal` is the envelope, `defs` and `source` schemas and one example type (`device`);
 `inference-cost` is this repository's own schemas (the packaged starter links to schema/, so there is
-one copy), with a draft record of every type that cross-cite one another.
+one copy), with an example record of every type that cross-cite one another: `kb new TYPE --set ...`'s guided
+drafts, given the made-up values of starter/inference-cost-examples.yml, so the base checks with nothing to
+report and its example workload plans at once.
+
+kb init warns when the directory lies inside another knowledge base (enclosing_base).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote, urlsplit
 
+import yaml
+
 from kbtools.atomic import create_file
-from kbtools.authoring.new import AuthoringError, skeleton
+from kbtools.authoring.new import AuthoringError, Peer, guided
 from kbtools.config import config_file, load_config
 from kbtools.diagnostics import one_line
 from kbtools.registry import load_registry
@@ -38,6 +44,7 @@ STARTER = Path(__file__).resolve().parent.parent / "starter"
 TYPE_SETS = ("minimal", "inference-cost")
 SHARED_SCHEMAS = ("envelope.schema.json", "defs.schema.json", "source.schema.json")
 EXAMPLE_SOURCE = "example-datasheet"
+EXAMPLE_VALUES = "inference-cost-examples.yml"  # the values of its example records
 
 
 @dataclass
@@ -252,33 +259,40 @@ def plan_files(
 
 
 def _drafts(schemas: Path, today: dt.date) -> dict[str, str]:
-    """A draft of every type, each citing the example source and naming the other drafts where its schema
-    wants a record (so every reference resolves and every draft is linked)."""
+    """An example record of every type, each citing the example source and naming the other examples where its
+    schema wants a record (so every reference resolves and every example is linked). Each is the guided draft of
+    `kb new TYPE --set ...` (kbtools.authoring.new.guided), given the values of inference-cost-examples.yml: made-up
+    figures that need no placeholder, so a new knowledge base checks quietly and its workload plans at once."""
     registry = load_registry(schemas, schemas.parent)
     examples = {name: f"example-{t.dir.rstrip('s')}" for name, t in registry.types.items()}
     source_type = next((n for n, t in registry.types.items() if registry.has_role(n, "source")), None)
     if source_type is None:
         raise AuthoringError("the type set has no type with the source role (x-kb-role: source)")
     examples[source_type] = EXAMPLE_SOURCE
+    text = (STARTER / EXAMPLE_VALUES).read_text(encoding="utf-8").replace('"{today}"', today.isoformat())
+    values = yaml.safe_load(text) or {}
+    # a type that must name several records of one type (a fit, its cases) cannot be drafted from one example of each
+    drafted = sorted(n for n, t in registry.types.items() if n != source_type and not _needs_several_records(t.schema))
+    peers = [Peer(name, examples[name], values.get(name) or {}) for name in drafted]
     out: dict[str, str] = {}
-    for name, record_type in sorted(registry.types.items()):
-        if record_type.planning or _needs_several_records(record_type.schema):
-            # a type kb plan plans with (a workload) is a calculation over records of the other types, and a
-            # type that must name several records of one type (a fit, its cases) cannot be drafted from one
-            # example of each: either draft would be all errors
-            continue
+    for name in drafted:
+        record_type = registry.types[name]
         record_id = examples[name]
         label = f"Example {record_type.title.lower()}"
-        if name == source_type:
-            links = ", ".join(
-                f"[[{t.dir}/{examples[n]}]]"
-                for n, t in sorted(registry.types.items())
-                if n != name and not t.planning and not _needs_several_records(t.schema)
-            )
-            text = _source_draft(record_type.name, record_id, today, links)
-        else:
-            text = skeleton(record_type, record_id, label, [EXAMPLE_SOURCE], today=today, examples=examples)
-        out[f"records/{record_type.dir}/{record_id}.md"] = text
+        cited = f"[[{registry.types[source_type].dir}/{EXAMPLE_SOURCE}]]"
+        body = (
+            f"{label}, written by kb init: its figures are made up, citing {cited}. Replace them with those of a "
+            "real one, from a document you have opened, or delete this record."
+        )
+        given = values.get(name) or {}
+        draft, _ = guided(
+            registry, record_type, record_id, label, [EXAMPLE_SOURCE], given, peers, today, body, examples
+        )
+        out[f"records/{record_type.dir}/{record_id}.md"] = draft
+    links = ", ".join(f"[[{registry.types[n].dir}/{examples[n]}]]" for n in drafted)
+    out[f"records/{registry.types[source_type].dir}/{EXAMPLE_SOURCE}.md"] = _source_draft(
+        source_type, EXAMPLE_SOURCE, today, links
+    )
     return out
 
 
@@ -355,9 +369,12 @@ only: CI cannot reach the path. Put the address of a kb repository it can reach 
         if source.local is not None
         else ""
     )
+    # kb is on no package index: link the repository it came from, where a browser can open one
+    web = source.hook_repo if source.hook_repo and re.match(r"https?://", source.hook_repo) else None
+    kb = f"[kb]({web.removesuffix('.git')})" if web else "kb (the first set-up command below installs it)"
     return f"""# {title}
 
-A knowledge base checked by [kb](https://pypi.org/project/kbtools/): Markdown records with YAML
+A knowledge base checked by {kb}: Markdown records with YAML
 frontmatter under `{layout.records}/`, one JSON Schema per type under `{layout.schema}/`. `kb check` validates every
 record, resolves every link and recomputes every derived figure; `kb build` makes the site.
 
@@ -423,6 +440,22 @@ def init(
             continue
         written.append(rel)
     return written, kept
+
+
+def enclosing_base(target: Path) -> str | None:
+    """A warning when `target` lies inside another knowledge base (a directory above it holds kb.toml, or [tool.kb]
+    in pyproject.toml; its git work tree too, whose top is such a directory): the new one would sit among that
+    one's files and in its work tree, which is seldom meant. None when it does not."""
+    for parent in Path(os.path.abspath(target)).parents:
+        found = config_file(parent) if parent.is_dir() else None
+        if found is not None:
+            tree = " and git work tree" if _git(parent, "rev-parse", "--git-dir") else ""
+            return (
+                f"{target} is inside the knowledge base at {parent} (its {found.name}); the new knowledge base is "
+                f"separate, but its files sit in that one's directory{tree}: if you did not mean that, remove it and "
+                "run kb init in a directory outside it"
+            )
+    return None
 
 
 def _check_text(what: str, text: str) -> None:
