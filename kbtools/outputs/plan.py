@@ -680,7 +680,8 @@ def _asked(record: Record) -> dict[str, str]:
     """The workload's own fields as written, choices among records included."""
     shown: dict[str, str] = {}
     for name, value in record.data.items():
-        if name in ("id", "type", "name", "status", "confidence", "updated", "sources", "costs", "inputs"):
+        # the envelope's fields (`unknown` names what a draft lacks a source for), and the type's own costs
+        if name in ("id", "type", "name", "status", "confidence", "updated", "sources", "unknown", "costs", "inputs"):
             continue
         shown[name] = _written(value)
     for name, value in record.mapping("inputs").items():
