@@ -131,8 +131,11 @@ CODES: dict[str, Code] = {
     ),
     "KB201": Code(
         E,
-        "A field is not part of its type's schema (misspelt or unknown).",
-        "records/models/x.md:7:1: error KB201 unknown field 'num_layer' for type 'model'",
+        "A field is not part of its type's schema (misspelt or unknown). When the field it comes closest to is a "
+        "required one the record lacks, this finding says so, and no KB202 is reported for that field: one typo, "
+        "one finding.",
+        "records/accelerators/x.md:11:1: error KB201 unknown field 'vender' for type 'accelerator' (did you mean "
+        "'vendor'? it is required, and missing)",
     ),
     "KB202": Code(
         E, "A required field is missing.", "records/models/x.md:1:1: error KB202 missing required field 'status'"
@@ -405,7 +408,9 @@ CODES: dict[str, Code] = {
         W,
         "A case of the prediction ledger (a measurement with a ledger block) whose signed error, kb's prediction "
         "for its workload against the measured value, is outside the band the case records (or the type's "
-        "x-kb-ledger band): a formula or a record changed what kb predicts for a published run.",
+        "x-kb-ledger band): a formula or a record changed what kb predicts for a published run. Also a case kb "
+        "cannot predict, naming the record and field its prediction reads and could not: one kb refused (listed "
+        "under that refusal, as KB511 is) or one that record leaves out.",
         "records/measurements/x.md:20:3: warning KB621 kb predicts 20.8 ms for this run (workloads/w, hit_ttft "
         "from storage-tiers/t), measured 61.5 ms: off by -66 %, outside the case's band of ±50 % "
         "(sources: the run's pegaflow-readme; the prediction's workload w)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from jsonschema.exceptions import ValidationError, best_match
@@ -43,10 +44,13 @@ def validate_record(record: Record, record_type: RecordType) -> list[Diagnostic]
             else sorted(record_type.validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
         )
         unknown = record.unknown
+        misspelt = _misspelt_required(record_type, errors)
         for error in errors:
             if error.validator == "required" and not error.absolute_path and _missing(error) in unknown:
                 continue  # said to be unknown, with a reason: the record is incomplete, not invalid
-            mine.extend(_diagnose(record, record_type, error))
+            if error.validator == "required" and (tuple(error.absolute_path), _missing(error)) in misspelt:
+                continue  # a misspelt key names it: its KB201 says the field is required and missing
+            mine.extend(_diagnose(record, record_type, error, misspelt))
         mine.extend(_unknown_problems(record, record_type, unknown))
         mine.extend(requirements(record, record_type))
     except Exception as exc:  # jsonschema failing deep inside: one diagnostic, the rest goes on
@@ -69,6 +73,38 @@ def _passes_fast(record_type: RecordType, data: dict) -> bool:
 def _missing(error: ValidationError) -> str | None:
     named = _QUOTED.findall(error.message)
     return named[0] if named else None
+
+
+def _misspelt_required(record_type: RecordType, errors: list[ValidationError]) -> set[tuple[FieldPath, str]]:
+    """(object's path, field) of each required field that is missing where an unknown key of the same object
+    comes closest to it (`vender:` for a missing `vendor`): one typo, said once, by the KB201 at the key."""
+    missing = {
+        (tuple(e.absolute_path), name)
+        for e in errors
+        if e.validator == "required" and (name := _missing(e)) is not None
+    }
+    if not missing:
+        return set()
+    named = set()
+    for error in errors:
+        path = tuple(error.absolute_path)
+        for key in _unexpected(record_type, error):
+            close = _closest(key, _declared(record_type.plan, path))
+            if close is not None and (path, close) in missing:
+                named.add((path, close))
+    return named
+
+
+def _unexpected(record_type: RecordType, error: ValidationError) -> list[str]:
+    """The keys an unevaluated/additional-properties error is about that the schema never declares there
+    (in 2020-12 a failing allOf branch evaluates nothing, so a declared field next to an error shows up as
+    "unevaluated"; only fields the schema never declares are unknown)."""
+    if error.validator not in ("unevaluatedProperties", "additionalProperties") or not isinstance(error.instance, dict):
+        return []
+    named = set(_QUOTED.findall(error.message))
+    unexpected = [k for k in error.instance if k in named] or list(named)
+    declared = _declared(record_type.plan, tuple(error.absolute_path))
+    return [k for k in unexpected if k not in declared]
 
 
 def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str, str]) -> list[Diagnostic]:
@@ -94,29 +130,37 @@ def _unknown_problems(record: Record, record_type: RecordType, unknown: dict[str
     return out
 
 
-def did_you_mean(name: str, declared: set[str]) -> str:
-    """' (did you mean 'x'?)' for a misspelt field, or nothing when no declared field is close."""
+def did_you_mean(name: str, declared: set[str], missing: bool = False) -> str:
+    """' (did you mean 'x'?)' for a misspelt field, or nothing when no declared field is close; `missing`: 'x'
+    is a required field the record lacks, which the guess says too."""
+    close = _closest(name, declared)
+    if close is None:
+        return ""
+    return f" (did you mean '{close}'? it is required, and missing)" if missing else f" (did you mean '{close}'?)"
+
+
+def _closest(name: str, declared: set[str]) -> str | None:
     close = difflib.get_close_matches(name, sorted(declared), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    return close[0] if close else None
 
 
-def _diagnose(record: Record, record_type: RecordType, error: ValidationError) -> list[Diagnostic]:
+def _diagnose(
+    record: Record,
+    record_type: RecordType,
+    error: ValidationError,
+    misspelt: AbstractSet[tuple[FieldPath, str]] = frozenset(),
+) -> list[Diagnostic]:
     type_name = record_type.name
     path = tuple(error.absolute_path)
     where = ".".join(str(p) for p in path)
     if error.validator in ("unevaluatedProperties", "additionalProperties") and isinstance(error.instance, dict):
         # The error sits on the object; point at each unexpected key instead.
-        named = set(_QUOTED.findall(error.message))
-        unexpected = [k for k in error.instance if k in named] or list(named)
-        # In 2020-12 a failing allOf branch evaluates nothing, so a declared field next to
-        # an error shows up as "unevaluated"; only fields the schema never declares are unknown.
         declared = _declared(record_type.plan, path)
-        unexpected = [k for k in unexpected if k not in declared]
         out = []
-        for key in unexpected:
+        for key in _unexpected(record_type, error):
             line, col = record.position(path + (key,))
             owner = f"in {where}" if where else f"for type '{type_name}'"
-            guess = did_you_mean(key, declared)
+            guess = did_you_mean(key, declared, (path, _closest(key, declared)) in misspelt)
             out.append(
                 Diagnostic.make(
                     "KB201",
