@@ -183,7 +183,8 @@ def test_a_misspelt_key_stays_where_it_was_written_so_fmt_check_passes(kb):
     assert path.read_text() == written
     assert kb.check().find("KB201") == [
         f"records/accelerators/acme-x1.md:{line_of(path, 'vender')}:1: error KB201 unknown field 'vender' for type "
-        "'accelerator' (did you mean 'vendor'?) (hint: fields are declared in schema/accelerator.schema.json)"
+        "'accelerator' (did you mean 'vendor'? it is required, and missing) (hint: fields are declared in "
+        "schema/accelerator.schema.json)"
     ]
 
 
@@ -230,3 +231,158 @@ def test_a_watt_hour_is_a_known_unit_in_formulas_too():
     assert parse_quantity_text("1 MWh", None).to("kWh").magnitude == pytest.approx(1000)
     assert parse_quantity_text("2 Wh", None).to("J").magnitude == pytest.approx(7200)
     assert parse_quantity_text("0.08 USD/kWh", None).to("USD/MWh").magnitude == pytest.approx(80)
+
+
+# ---------------------------------------------------------------- one typo, one finding
+
+
+def test_a_misspelt_required_key_is_one_finding_at_the_key_not_also_a_missing_field(kb):
+    """`vender:` for the required `vendor`: KB201 at the misspelt key says the field it means is required and
+    missing, and no KB202 at 1:1 says it again; a required field missing for no typo keeps its KB202. The text
+    report, JSON and the stored answer of a second run say the same."""
+    kb.source()
+    path = kb.write(
+        "records/accelerators/acme-x1.md",
+        "---\nid: acme-x1\ntype: accelerator\nname: Acme X1\nvender: Acme\nconfidence: 0.5\nupdated: 2026-11-29\n"
+        "sources: [src-a]\n---\nCites [[src-a]].\n",
+        dedent=False,
+    )
+    at = line_of(path, "vender")
+    said = "unknown field 'vender' for type 'accelerator' (did you mean 'vendor'? it is required, and missing)"
+    hint = "fields are declared in schema/accelerator.schema.json"
+    expected = [
+        "records/accelerators/acme-x1.md:1:1: error KB202 missing required field 'status'",  # no typo: its own
+        f"records/accelerators/acme-x1.md:{at}:1: error KB201 {said} (hint: {hint})",
+    ]
+    first = kb.check()
+    assert [line for line in first.lines if " KB20" in line] == expected
+    assert kb.check().out == first.out  # the second run's stored answer
+    found = [d for d in kb.check_json()["diagnostics"] if d["code"] in ("KB201", "KB202")]
+    assert [(d["code"], d["line"], d["column"], d["message"]) for d in found] == [
+        ("KB202", 1, 1, "missing required field 'status'"),
+        ("KB201", at, 1, said),
+    ]
+
+
+def test_a_misspelt_required_key_inside_an_object_is_one_finding_too(kb):
+    """A hardware_parameters row's `efect:` for its required `effect`: one KB201 at the key, in the row."""
+    kb.source()
+    kb.record(
+        "hardware-parameters",
+        "transfer-bandwidth",
+        "hardware_parameter",
+        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
+    )
+    path = kb.record(
+        "flops",
+        "f1",
+        "flop",
+        """
+        class: decode_attention
+        bound_by: memory
+        hardware_parameters:
+          - parameter: transfer-bandwidth
+            efect: sets the time to read the KV
+            basis: recorded
+        """,
+        body="[[transfer-bandwidth]]\n",
+    )
+    found = [line for line in kb.check().lines if " KB20" in line]
+    assert found == [
+        f"records/flops/f1.md:{line_of(path, 'efect')}:5: error KB201 unknown field 'efect' in hardware_parameters.0 "
+        "(did you mean 'effect'? it is required, and missing) (hint: fields are declared in schema/flop.schema.json)"
+    ]
+
+
+# ---------------------------------------------------------------- a ledger case that cannot read a figure
+
+
+def ledger_cases(kb, accelerator: str) -> dict[str, Path]:
+    """A workload on an accelerator that writes `accelerator`, and two ledger cases of it whose predictions
+    read the accelerator's dense BF16 peak (the recompute of the prefix, and the TTFT that adds it)."""
+    kb.source()
+    kb.record(
+        "models",
+        "m",
+        "model",
+        """
+        architecture: dense
+        attention: gqa
+        params_total: 8 Gparam
+        params_active: 8 Gparam
+        num_layers: 32
+        hidden_size: 4096
+        num_attention_heads: 32
+        num_kv_heads: 8
+        head_dim: 128
+        kv_dtype_size: 2 B
+        """,
+    )
+    gpu = kb.record("accelerators", "gpu", "accelerator", f"vendor: V\n{accelerator}")
+    kb.record("storage-tiers", "t", "storage_tier", "medium: dram\npath: local\n")
+    kb.record(
+        "workloads", "w", "workload", "model: m\naccelerator: gpu\ngpus: 1\nprefix_tokens: 10000 token\ntiers: [t]\n"
+    )
+    cases = {
+        figure: kb.record(
+            "measurements",
+            f"case-{figure.replace('_', '-')}",
+            "measurement",
+            f"metric: {figure}\nvalue: 500 ms\nmeasured_by: project\npublished: 2025-01-01\n"
+            f"ledger:\n  workload: workloads/w\n  figure: {figure}\n",
+        )
+        for figure in ("recompute_time", "recompute_ttft")
+    }
+    return {"gpu": gpu, **cases}
+
+
+def test_a_ledger_case_names_the_refused_figure_it_reads_and_is_listed_under_the_refusal(kb):
+    """989 TFLOP is no rate: kb refuses the peak, and each case that reads it says which record and field it
+    could not read, listed under the refusal as a row's KB511 is."""
+    paths = ledger_cases(kb, "peak_bf16_dense: 989 TFLOP\n")
+    first = kb.check()
+    assert kb.check().out == first.out  # the second run's stored answer says the same
+    lines = [line for line in first.out.splitlines() if " KB402 " in line or " KB621 " in line]
+    at = f"records/accelerators/gpu.md:{line_of(paths['gpu'], 'peak_bf16_dense')}:{len('peak_bf16_dense: ') + 1}"
+    assert lines[0].startswith(f"{at}: error KB402 peak_bf16_dense: ")
+    assert lines[0].endswith(
+        "(and 2 warnings that follow from it: uses of accelerators/gpu.peak_bf16_dense, which kb refused)"
+    )
+    assert lines[1:] == [
+        f"  records/measurements/case-{figure.replace('_', '-')}.md:{line_of(paths[figure], 'ledger:')}:1: warning "
+        f"KB621 kb cannot predict this run: workload.{figure}, of workloads/w, has no value: it reads "
+        "accelerators/gpu.peak_bf16_dense, which kb refused"
+        for figure in ("recompute_time", "recompute_ttft")
+    ]
+    found = kb.check_json()["diagnostics"]
+    cause = next(d for d in found if d["code"] == "KB402")
+    assert [d.get("caused_by") for d in found if d["code"] == "KB621"] == [
+        {k: cause[k] for k in ("path", "line", "column", "code")}
+    ] * 2
+
+
+def test_a_ledger_case_names_the_field_a_record_leaves_out_and_stands_alone(kb):
+    paths = ledger_cases(kb, "memory_bandwidth: 3 TB/s\n")  # no dense BF16 peak at all
+    lines = [line for line in kb.check().out.splitlines() if " KB621 " in line]
+    assert lines == [
+        f"records/measurements/case-{figure.replace('_', '-')}.md:{line_of(paths[figure], 'ledger:')}:1: warning "
+        f"KB621 kb cannot predict this run: workload.{figure}, of workloads/w, has no value: it reads "
+        "accelerators/gpu.peak_bf16_dense, which it leaves out (kb plan names it under that workload's figures)"
+        for figure in ("recompute_time", "recompute_ttft")
+    ]
+
+
+# ---------------------------------------------------------------- the site says it too
+
+
+def test_a_page_says_its_finding_follows_from_a_refused_figure_though_every_file_parses(kb, tmp_path):
+    """The record pages of the rows that read gpu-bad's refused bandwidth say their KB511 follows from that
+    refusal, with no other file failing to parse; gpu-none's KB511 follows from nothing."""
+    refused_bandwidth(kb)
+    built = kb.run("build", "--force", "--no-search", "--out", str(tmp_path / "site"))
+    assert built.exit_code == 0, built.err
+    for row in ("f1", "f2"):
+        page = (tmp_path / "site" / "flops" / f"{row}.html").read_text()
+        assert page.count("follows from") == 1
+        assert "follows from accelerators/gpu-bad, whose memory_bandwidth kb refused" in page
+        assert "records/accelerators/gpu-bad.md:" in page.split("follows from", 1)[1]

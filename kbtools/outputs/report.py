@@ -2,12 +2,13 @@
 
 A record file that does not parse (or cannot be read) yields no record, so every reference, link and
 inline value naming that record is a finding too: one that follows from the first. So is a finding that a
-record has no FIELD (a hardware_parameters row's KB511) where kb refused what that record writes there (a
-unit error, an impossible figure), or a figure the field is derived from: the refusal is the cause. The text
-report prints such a cause first, with what follows from it indented under it; JSON marks each of those with
-the finding it follows from (`caused_by`), and every format still lists every finding. Which findings follow
-from which is read from the findings alone (their codes, files and messages), so a memo's stored answer is
-worded as the run that made it was (kbtools.check.run.memo), and nothing here imports a stage.
+record has no FIELD (a hardware_parameters row's KB511, a ledger case's KB621 that cannot read it) where kb
+refused what that record writes there (a unit error, an impossible figure), or a figure the field is derived
+from: the refusal is the cause. The text report prints such a cause first, with what follows from it indented
+under it; JSON marks each of those with the finding it follows from (`caused_by`), and every format still
+lists every finding. Which findings follow from which is read from the findings alone (their codes, files and
+messages), so a memo's stored answer is worded as the run that made it was (kbtools.check.run.memo), and
+nothing here imports a stage.
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ REFUSING = frozenset(
     {"KB400", "KB401", "KB402", "KB403", "KB404", "KB405", "KB501", "KB502", "KB503", "KB504", "KB505", "KB506"}
     | {"KB507", "KB531"}
 )
-LACKING = frozenset({"KB511"})  # "dir/id has no FIELD (kb refused it, ...)": a row naming a refused figure
-# KB511's words where the record's figure was refused (kbtools.check.compute.parameters.REFUSED); a record that
-# writes no such field is said to have none, and that finding stands alone
+# the codes with which kb says a record has no FIELD because kb refused it (or a figure it is derived from): a
+# hardware_parameters row naming a refused figure (KB511: "dir/id has no FIELD (kb refused it, ...)"), a ledger
+# case whose prediction reads one (KB621: "it reads dir/id.FIELD, which kb refused")
+LACKING = frozenset({"KB511", "KB621"})
+# their words where the record's figure was refused (kbtools.check.compute.parameters.REFUSED and
+# kbtools.check.compute.ledger.REFUSED), the record and field named in either order of words; a record that
+# writes no such field is said to have none (or to leave it out), and that finding stands alone
 _HAS_NO = re.compile(
-    r" ([^\s/]+/[^\s/]+) has no ([A-Za-z_][A-Za-z0-9_]*) \(kb refused it, or a figure it is derived from\)$"
+    r" (?:([^\s/]+/[^\s/]+) has no ([A-Za-z_][A-Za-z0-9_]*) \(kb refused it, or a figure it is derived from\)"
+    r"|reads ([^\s/]+/[^\s/]+)\.([A-Za-z_][A-Za-z0-9_]*), which kb refused)$"
 )
 _GUESS = re.compile(r" \(did you mean [^)]*\?\)$")
 _NAMES_NO_RECORD = re.compile(r": no record '([^']*)'(?: \(did you mean [^)]*\?\))?$")  # a suggestion may follow
@@ -111,7 +117,9 @@ def lacking_field(d: Diagnostic) -> tuple[str, str] | None:
     if d.code not in LACKING:
         return None
     found = _HAS_NO.search(d.message)
-    return (found.group(1), found.group(2)) if found else None
+    if found is None:
+        return None
+    return (found.group(1), found.group(2)) if found.group(1) else (found.group(3), found.group(4))
 
 
 def refused_field(d: Diagnostic) -> tuple[str, str] | None:

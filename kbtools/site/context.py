@@ -81,11 +81,11 @@ class SiteContext:
 
     def _unparsed(self) -> tuple[dict[str, tuple[Diagnostic, Group | None]], dict[Diagnostic, Group]]:
         """The record files that yield no record, by the key their record would have (with the finding that
-        says why and the group of what follows from it), and each finding that follows from one -> its group."""
+        says why and the group of what follows from it), and each finding that follows from a cause -> its group:
+        a file that yields no record, or a figure kb refused (a unit error), which is a cause whether or not any
+        file failed to parse."""
         corpus, settings = self.corpus, self.corpus.settings
         causes = [d for d in corpus.diagnostics if unparsed_key(d) is not None]
-        if not causes:
-            return {}, {}
         loaded = corpus.record_paths()
         unparsed: dict[str, tuple[Diagnostic, Group | None]] = {}
         for d in sorted(causes, key=Diagnostic.sort_key):

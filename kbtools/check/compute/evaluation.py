@@ -24,6 +24,9 @@ class Evaluator(Protocol):
     competing: dict[tuple[str, FieldPath], list[Written]]
     parsed: set[str]
     broken_schema_formulas: set[tuple[str, str]]
+    # this run's values, by (record key, field or costs.NAME), FAILED for one that failed; and what each read
+    memo: dict[tuple[str, str], Any]
+    value_reads: dict[tuple[str, str], frozenset[tuple[str, str]]]
 
     def resolve(self, query: str) -> tuple[Record | None, list[Record]]: ...
 

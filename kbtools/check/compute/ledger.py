@@ -10,20 +10,24 @@ tier. So the model stays in the schema; this module only evaluates it, as a for_
 
 A case whose error at the nominal end is outside its band (its own, or the type's) is KB621, which names the
 run's sources and the workload behind the prediction: a change to a formula or a record shows on every case.
-A case kb cannot predict (the workload gives no figure for that tier) is KB621 too, saying what is missing.
+A case kb cannot predict (the workload gives no figure for that tier) is KB621 too, saying what is missing:
+the record and field the prediction reads and could not, which kb refused (a unit error: the finding that says
+so is its cause, and kbtools.outputs.report lists this one under it) or which that record leaves out.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbtools.check.compute.costs import cost_lookup
 from kbtools.check.compute.derivations import call_lookup
-from kbtools.check.compute.flow import ValueFailed
+from kbtools.check.compute.flow import FAILED, QUERY, RAW, ValueFailed
 from kbtools.check.compute.parameters import param_lookup
 from kbtools.check.compute.provenance import derived_value
 from kbtools.corpus import Record
-from kbtools.lang.formula import FormulaError, MissingName, evaluate, parse_formula
+from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, parse_formula
 from kbtools.lang.units import format_quantity
 
 if TYPE_CHECKING:
@@ -118,10 +122,70 @@ def _evaluated(
     except (MissingName, FormulaError) as exc:
         raise _Unpredicted(f"fails: {exc.message}") from None
     except ValueFailed:
-        raise _Unpredicted(
-            "has no value: it reads a field that the workload, or a record it names, leaves out (kb plan "
-            "names it under that workload's figures)"
-        ) from None
+        raise _Unpredicted(f"has no value: it reads {_unread(c, (record.key, f'costs.{name}'))}") from None
+
+
+# KB621's words for a figure the prediction reads and kb refused: kbtools.outputs.report reads them (`reads
+# dir/id.FIELD, which kb refused` at the end of the message) to list the finding under that refusal
+REFUSED = "which kb refused"
+LEFT_OUT = "which it leaves out (kb plan names it under that workload's figures)"  # the record read
+
+Key = tuple[str, str]  # (record key, value name) as the evaluator memoises a value: a field, or costs.NAME
+
+
+def _unread(c: Evaluator, failed: Key) -> str:
+    """What a prediction that failed reads and could not, as KB621 says it: 'dir/id.field, which kb refused'
+    (a field the record writes, whose own finding says why), or 'dir/id.field, which it leaves out' (what a
+    figure of the workload, or of a record it names, reads and that record does not write). Found among what
+    the prediction read this run, transitively (the evaluator's memo and value_reads): the root of a failure
+    is a value that failed although nothing it read failed."""
+    memo, reads = c.memo, c.value_reads
+
+    def read(by: Key) -> list[Key]:
+        return sorted(k for k in reads.get(by, ()) if k[0] != QUERY and not k[1].startswith(RAW) and k in memo)
+
+    roots = [k for k in read(failed) if memo[k] is FAILED and not any(memo[r] is FAILED for r in read(k))]
+    refused = [k for k in roots if not k[1].startswith("costs.")]
+    if refused:
+        return f"{_dotted(refused[0])}, {REFUSED}"
+    for root in roots:  # a figure that failed with nothing it read failing: it reads a field with no value
+        absent = _absent(c, root, read, memo)
+        if absent is not None:
+            return f"{_dotted(absent)}, {LEFT_OUT}"
+    return f"a field that the workload, or a record it names, {LEFT_OUT.removeprefix('which it ')}"
+
+
+def _absent(c: Evaluator, figure: Key, read: Callable[[Key], list[Key]], memo: dict[Key, Any]) -> Key | None:
+    """The field a failed figure read and found no value for: one with no value that the figure's formula
+    does not read through default() (which stands in for a missing one), read by the figure itself rather than
+    through another value it read (a derived field with no value, not the inputs it was not derived from)."""
+    record = c.corpus.records.get(figure[0])
+    spec = record.costs.get(figure[1].removeprefix("costs.")) if record is not None else None
+    text = spec.get("formula") if isinstance(spec, dict) else None
+    try:
+        defaulted = _defaulted(parse_formula(text)) if isinstance(text, str) else set()
+    except FormulaError:
+        defaulted = set()
+    empty = [k for k in read(figure) if memo[k] is None and not k[1].startswith("costs.") and k[1] not in defaulted]
+    through = {r for k in read(figure) for r in read(k)}
+    return next((k for k in empty if k not in through), empty[0] if empty else None)
+
+
+def _defaulted(formula: Formula) -> set[str]:
+    """The fields a formula reads as default(x, fallback)'s x (a name, or record.name's name)."""
+    out = set()
+    for node in ast.walk(formula.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "default" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Attribute):
+                out.add(first.attr)
+            elif isinstance(first, ast.Name):
+                out.add(first.id)
+    return out
+
+
+def _dotted(key: Key) -> str:
+    return f"{key[0]}.{key[1]}"
 
 
 def _judge_band(
