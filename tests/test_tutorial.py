@@ -86,4 +86,7 @@ def test_the_tutorial_runs_as_written(tmp_path, starter):
     assert [row["key"] for row in found] == ["gpus/acme-x1"]
     check = run_kb("check", cwd=cwd)
     assert check.returncode == 0 and " error " not in check.stdout, check.stdout
+    # every file the tutorial has the reader write is as kb fmt writes it: its kb-fmt hook passes on them
+    fmt = run_kb("fmt", "--check", cwd=cwd)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
     assert " KB500 " not in check.stdout and " KB561 " not in check.stdout
