@@ -59,35 +59,43 @@ def test_a_tab_in_the_indentation_is_named_where_it_is(kb, frontmatter, line, co
 # ---------------------------------------------------------------- a refused figure and what follows from it
 
 
-def refused_bandwidth(kb):
-    """A flop row reads the memory bandwidth of three accelerators: gpu-bad writes one kb refuses (4.8 TB is no
-    bandwidth), gpu-none writes none, gpu-good a good one."""
-    kb.source()
+def bandwidth_parameter(kb):
+    """The hardware parameter a decode-attention row reads: each accelerator's memory bandwidth."""
     kb.record(
         "hardware-parameters",
         "transfer-bandwidth",
         "hardware_parameter",
         "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
     )
+
+
+READS_BANDWIDTH = "parameter: transfer-bandwidth\neffect: sets the time to read the KV\n"
+
+
+def decode_row(kb, name: str, row: str, body: str):
+    """A memory-bound decode-attention flop whose hardware_parameters has the one row `row` (YAML, under `- `)."""
+    return kb.record(
+        "flops",
+        name,
+        "flop",
+        "class: decode_attention\nbound_by: memory\nhardware_parameters:\n  - "
+        + row.strip().replace("\n", "\n    ")
+        + "\n",
+        body=body,
+    )
+
+
+def refused_bandwidth(kb):
+    """A flop row reads the memory bandwidth of three accelerators: gpu-bad writes one kb refuses (4.8 TB is no
+    bandwidth), gpu-none writes none, gpu-good a good one."""
+    kb.source()
+    bandwidth_parameter(kb)
     bad = kb.record("accelerators", "gpu-bad", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB\n")
     kb.record("accelerators", "gpu-none", "accelerator", "vendor: V\n")
     kb.record("accelerators", "gpu-good", "accelerator", "vendor: V\nmemory_bandwidth: 4.8 TB/s\n")
+    body = "[[gpu-bad]] [[gpu-none]] [[gpu-good]] [[transfer-bandwidth]]\n"
     rows = [
-        kb.record(
-            "flops",
-            name,
-            "flop",
-            """
-            class: decode_attention
-            bound_by: memory
-            hardware_parameters:
-              - parameter: transfer-bandwidth
-                effect: sets the time to read the KV
-                values_for: [gpu-bad, gpu-none, gpu-good]
-                basis: recorded
-            """,
-            body="[[gpu-bad]] [[gpu-none]] [[gpu-good]] [[transfer-bandwidth]]\n",
-        )
+        decode_row(kb, name, READS_BANDWIDTH + "values_for: [gpu-bad, gpu-none, gpu-good]\nbasis: recorded", body)
         for name in ("f1", "f2")
     ]
     return bad, rows
@@ -134,29 +142,12 @@ def test_a_figure_derived_from_a_refused_one_is_listed_under_the_refusal(kb):
     """gpu-d writes no memory bandwidth: kb derives it from the bus width and the pin rate, and refuses the pin
     rate. The row that reads the bandwidth follows from that refusal."""
     kb.source()
-    kb.record(
-        "hardware-parameters",
-        "transfer-bandwidth",
-        "hardware_parameter",
-        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
-    )
+    bandwidth_parameter(kb)
     gpu = kb.record(
         "accelerators", "gpu-d", "accelerator", "vendor: V\nmemory_bus_width: 6144 pin\nmemory_pin_rate: 8 GB\n"
     )
-    row = kb.record(
-        "flops",
-        "f1",
-        "flop",
-        """
-        class: decode_attention
-        bound_by: memory
-        hardware_parameters:
-          - parameter: transfer-bandwidth
-            effect: sets the time to read the KV
-            values_for: [gpu-d]
-            basis: recorded
-        """,
-        body="[[gpu-d]] [[transfer-bandwidth]]\n",
+    row = decode_row(
+        kb, "f1", READS_BANDWIDTH + "values_for: [gpu-d]\nbasis: recorded", "[[gpu-d]] [[transfer-bandwidth]]\n"
     )
     lines = [line for line in kb.check().out.splitlines() if " KB402 " in line or " KB511 " in line]
     at = line_of(row, "values_for")
@@ -267,26 +258,9 @@ def test_a_misspelt_required_key_is_one_finding_at_the_key_not_also_a_missing_fi
 def test_a_misspelt_required_key_inside_an_object_is_one_finding_too(kb):
     """A hardware_parameters row's `efect:` for its required `effect`: one KB201 at the key, in the row."""
     kb.source()
-    kb.record(
-        "hardware-parameters",
-        "transfer-bandwidth",
-        "hardware_parameter",
-        "dimension: GB/s\ncarried_by: {accelerator: memory_bandwidth}\n",
-    )
-    path = kb.record(
-        "flops",
-        "f1",
-        "flop",
-        """
-        class: decode_attention
-        bound_by: memory
-        hardware_parameters:
-          - parameter: transfer-bandwidth
-            efect: sets the time to read the KV
-            basis: recorded
-        """,
-        body="[[transfer-bandwidth]]\n",
-    )
+    bandwidth_parameter(kb)
+    row = "parameter: transfer-bandwidth\nefect: sets the time to read the KV\nbasis: recorded"  # efect: effect
+    path = decode_row(kb, "f1", row, "[[transfer-bandwidth]]\n")
     found = [line for line in kb.check().lines if " KB20" in line]
     assert found == [
         f"records/flops/f1.md:{line_of(path, 'efect')}:5: error KB201 unknown field 'efect' in hardware_parameters.0 "
