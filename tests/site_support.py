@@ -1,4 +1,5 @@
-"""Serving a built site on localhost and driving Debian's Chromium with Playwright."""
+"""Serving a built site on localhost and driving Debian's Chromium with Playwright; a few pages rendered as kb
+build renders them, for a test that reads those pages of a copied repository (test_site builds a whole site)."""
 
 from __future__ import annotations
 
@@ -123,3 +124,28 @@ def serving(tmp_path: Path):
     finally:
         if server.proc.poll() is None:
             server.stop()
+
+
+def rendered(corpus, out: Path, keys) -> Path:
+    """The pages of these records (None: the home page; "dir/index.html": a type's index) as kb build renders
+    them, its builder over `corpus`, with the theme's static files, into the new directory `out`: not the
+    other 750 pages of a copied repository."""
+    from kbtools.site.build import SiteBuilder
+    from kbtools.site.context import page_path
+
+    out.mkdir()
+    builder = SiteBuilder(corpus, out)
+    builder.theme.copy_static(out)
+    wanted = {key if isinstance(key, str) and key.endswith(".html") else page_path(key) for key in keys}
+    assert sorted(builder.patch(wanted)) == sorted(wanted)
+    return out
+
+
+def rendered_from(root: Path, out: Path, keys) -> Path:
+    """rendered() over the run kb build makes in the knowledge base at `root`, which must check clean."""
+    from kbtools.check.pipeline import checked_corpus
+    from kbtools.corpus import Settings
+
+    with checked_corpus(Settings.configured(root), use_cache=True, complete=True) as corpus:
+        assert corpus.errors == [], corpus.errors[:3]
+        return rendered(corpus, out, keys)

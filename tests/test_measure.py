@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import KB_SCRIPT, REPO, signals_at_default
-from site_support import PageWatch, browser, serve
+from site_support import PageWatch, browser, rendered_from, serve
 
 from kbtools import __version__
 
@@ -161,8 +161,7 @@ def test_a_tier_citing_its_measurements_is_priced_with_them_beside_its_nominal_f
     explained = kb(root, "explain", "flops/eng-profile-kv-tiering-moves-flops-to-bytes.hit_path_bytes").stdout
     hit_bytes_gb = float(re.search(r"= ([0-9.]+) GB", explained).group(1))
 
-    site = tmp_path / "site"
-    assert kb(root, "build", "--no-search", "--out", str(site)).returncode == 0
+    site = rendered_from(root, tmp_path / "site", ["flops/eng-profile-kv-tiering-moves-flops-to-bytes"])
     page = (site / "flops" / "eng-profile-kv-tiering-moves-flops-to-bytes.html").read_text()
     table = page[page.index('<div class="cost" id="v-hit_path_time"') :]
     table = table[: table.index("</table>")]
