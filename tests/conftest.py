@@ -34,10 +34,13 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("KB_TODAY", "2026-12-03")
 
 # kb keeps a state directory per repository in the user's cache directory: the suite's hundreds of temporary
-# repositories would leave one each in ~/.cache/kb. The suite (each worker) has its own, absolute and outside
-# every git work tree, removed at the end; kb processes the tests start inherit it, and a test that sets its
-# own XDG_CACHE_HOME still has its own.
-SUITE_STATE = tempfile.mkdtemp(prefix="kb-suite-state-")
+# repositories would leave one each in ~/.cache/kb. The suite has its own, absolute and outside every git work
+# tree, removed at the end by the process that made it; kb processes the tests start inherit it, and a test that
+# sets its own XDG_CACHE_HOME still has its own. pytest-xdist's workers share the one their controller made (they
+# inherit its environment), so this repository's records are checked cold once a run, not once a worker: kb lets
+# two processes share a store (test_incremental's two checks at once).
+OWN_STATE = "KB_SUITE_STATE" not in os.environ
+SUITE_STATE = os.environ.setdefault("KB_SUITE_STATE", tempfile.mkdtemp(prefix="kb-suite-state-"))
 os.environ["XDG_CACHE_HOME"] = SUITE_STATE
 
 
@@ -46,7 +49,8 @@ def pytest_sessionstart(session) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    shutil.rmtree(SUITE_STATE, ignore_errors=True)
+    if OWN_STATE:
+        shutil.rmtree(SUITE_STATE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items) -> None:
