@@ -191,19 +191,27 @@ def test_a_joule_where_watts_are_expected_is_named_energy():
 
 
 def test_a_tier_with_less_than_no_room_breaks_its_limit(records):
-    """A tier whose room for KV is below nothing (HBM once weights larger than it are loaded: GLM-5's BF16
-    weights on eight H200s) gave tier_fill -0.133 and was printed "within its limits"; a share below 0 breaks
-    the limit, as one above 1 does. The weights and the HBM are read from the records, by hand."""
+    """A tier whose room for KV is below nothing (HBM once weights larger than it are loaded: GLM-5 served in BF16
+    on eight H200s) gave tier_fill -0.133 and was printed "within its limits"; a share below 0 breaks the limit,
+    as one above 1 does. The weights and the HBM are read from the records, by hand; the workload serves the FP8
+    checkpoint (a byte a weight), so the plan is asked for two."""
     workload = "workloads/llm-d-p2p-glm-5-2-8x-h200-75k"
     data = records[workload]["data"]
     hbm = records[f"accelerators/{data['accelerator']}"]["values"]["memory_capacity"]
-    weights = records[f"models/{data['model']}"]["values"]["weight_bytes"]
-    assert hbm["unit"] == weights["unit"] == "GB", (hbm["unit"], weights["unit"])
-    assert weights["value"] > hbm["value"] * figure_reader(records)(workload, "gpus")  # the weights overfill HBM
-    done = run_kb("--root", str(REPO), "plan", workload)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    at = next(i for i, line in enumerate(lines) if ". storage-tiers/gpu-hbm-h200 (" in line)
-    block = lines[at : next((j for j in range(at + 1, len(lines)) if lines[j][:1].isdigit()), len(lines))]
-    assert not any("within its limits" in line and "tier_fill" in line for line in block), block
-    assert any(line.strip().startswith("! the working set does not fit") and "below 0" in line for line in block)
+    params = records[f"models/{data['model']}"]["values"]["params_total"]
+    assert hbm["unit"] == "GB" and params["unit"] == "Gparam", (hbm["unit"], params["unit"])
+    gpus = figure_reader(records)(workload, "gpus")
+    assert params["value"] * 2 > hbm["value"] * gpus > params["value"] * 1  # BF16 overfills the HBM, FP8 does not
+    for per_param, broken in (("2 B/param", True), (None, False)):
+        done = run_kb(
+            "--root", str(REPO), "plan", workload, *([f"weight_bytes_per_param={per_param}"] if per_param else [])
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        at = next(i for i, line in enumerate(lines) if ". storage-tiers/gpu-hbm-h200 (" in line)
+        block = lines[at : next((j for j in range(at + 1, len(lines)) if lines[j][:1].isdigit()), len(lines))]
+        below = [
+            line for line in block if line.strip().startswith("! the working set does not fit") and "below 0" in line
+        ]
+        within = [line for line in block if "within its limits" in line and "tier_fill" in line]
+        assert (bool(below), bool(within)) == (broken, not broken), (per_param, block)

@@ -414,7 +414,10 @@ def hand_plan(s: Stated, key: str) -> dict:
         latency = s.q(t, "first_byte_latency", 0.0)
         f["hit_time"] = hit = latency + f["reader_bytes"] / rate + f["broadcast_time"]
         f["hit_over_recompute"] = hit / recompute
-        weights = model.weight_bytes()
+        served = s.records[key]["values"].get("weight_bytes_per_param")  # the checkpoint served, where not the model's
+        if served is not None:
+            assert served["unit"] == "B/param", served
+        weights = model.weight_bytes() if served is None else model.params_total * served["value"]
         # what the tier holds for the node: each accelerator's own share, or the node's one pool; HBM also keeps
         # the weights and whatever the engine does not take for itself
         # the share of HBM the engine takes: the workload's, else the engine's default, else all of it
