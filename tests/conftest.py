@@ -108,6 +108,47 @@ def run_kb(*args: str, cwd: Path | None = None, env: dict[str, str] | None = Non
     return subprocess.CompletedProcess(["kb", *args], code, out.getvalue(), err.getvalue())
 
 
+# an accelerator record's fields for tests that need one whose figures all check: the bandwidth its bus gives
+# (6144 pins x 6.25 Gb/s), an FP8 peak, and why the other precisions are absent
+TEST_GPU = """
+    vendor: V
+    memory_bus_width: 6144
+    memory_pin_rate: 6.25 Gb/s
+    memory_bandwidth: 4.8 TB/s
+    peak_fp8_dense: 1979 TFLOP/s
+    not_published:
+      peak_fp4_dense: the test part has no FP4 units in its made-up datasheet
+      peak_bf16_dense: the made-up datasheet lists FP8 only, as some vendor tables do
+      peak_int8_dense: the made-up datasheet lists FP8 only, as some vendor tables do
+"""
+
+
+# a DeepSeek-V3-shaped MLA model record's fields (61 layers of a 512 + 64 latent): its KV is worked by hand in tests
+TEST_MLA_MODEL = """
+    architecture: moe
+    attention: mla
+    params_active: 37 Gparam
+    num_layers: 61
+    kv_lora_rank: 512
+    qk_rope_head_dim: 64
+    kv_dtype_size: 2 B
+"""
+
+
+@pytest.fixture
+def own_state(tmp_path, monkeypatch):
+    """A test's own kb state directory and the real day (no KB_TODAY): for tests of what kb says on a given day."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("KB_TODAY", raising=False)
+
+
+def check_on(kb, *args: str, today: str | None = "2026-06-01") -> Result:
+    """`kb check ARGS` on the day `today` (KB_TODAY; None: unset, the UTC date)."""
+    env = {"KB_TODAY": today} if today is not None else {}
+    done = run_kb("--root", str(kb.root), "check", *args, env=env)
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
 @dataclass
 class Result:
     exit_code: int

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, TEST_GPU, TEST_MLA_MODEL
 
 import kbtools
 from kbtools.api import ClosedError, Link
@@ -45,26 +45,8 @@ def test_every_example_of_the_page_runs_and_prints_what_the_page_shows():
     assert store_files_open(REPO) == []
 
 
-GPU = """
-    vendor: V
-    memory_bus_width: 6144
-    memory_pin_rate: 6.25 Gb/s
-    memory_bandwidth: 4.8 TB/s
-    peak_fp8_dense: 1979 TFLOP/s
-    not_published:
-      peak_fp4_dense: the test part has no FP4 units in its made-up datasheet
-      peak_bf16_dense: the made-up datasheet lists FP8 only, as some vendor tables do
-      peak_int8_dense: the made-up datasheet lists FP8 only, as some vendor tables do
-"""
-MODEL = """
-    architecture: moe
-    attention: mla
-    params_active: 37 Gparam
-    num_layers: 61
-    kv_lora_rank: 512
-    qk_rope_head_dim: 64
-    kv_dtype_size: 2 B
-"""
+GPU = TEST_GPU
+MODEL = TEST_MLA_MODEL
 
 
 def small(kb):

@@ -3,28 +3,10 @@
 import time
 
 import pytest
-from conftest import KB_SCRIPT, REPO
+from conftest import KB_SCRIPT, REPO, TEST_GPU, TEST_MLA_MODEL
 
-MODEL = """
-    architecture: moe
-    attention: mla
-    params_active: 37 Gparam
-    num_layers: 61
-    kv_lora_rank: 512
-    qk_rope_head_dim: 64
-    kv_dtype_size: 2 B
-"""
-GPU = """
-    vendor: V
-    memory_bus_width: 6144
-    memory_pin_rate: 6.25 Gb/s
-    memory_bandwidth: 4.8 TB/s
-    peak_fp8_dense: 1979 TFLOP/s
-    not_published:
-      peak_fp4_dense: the test part has no FP4 units in its made-up datasheet
-      peak_bf16_dense: the made-up datasheet lists FP8 only, as some vendor tables do
-      peak_int8_dense: the made-up datasheet lists FP8 only, as some vendor tables do
-"""
+MODEL = TEST_MLA_MODEL
+GPU = TEST_GPU
 
 
 def base(kb):

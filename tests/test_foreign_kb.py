@@ -12,21 +12,16 @@ import json
 from datetime import date, timedelta
 
 import pytest
-from conftest import REPO, Result, run_kb
+from conftest import REPO, check_on, run_kb
 
 ENGINE = "kind: serving-engine\n"
 MEASURED = "metric: throughput\nvalue: 100 token/s\nmeasured_by: vendor\n"
 
 
-@pytest.fixture(autouse=True)
-def own_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
-    monkeypatch.delenv("KB_TODAY", raising=False)
+pytestmark = pytest.mark.usefixtures("own_state")
 
 
-def check(kb, *args: str, today: str = "2026-06-01") -> Result:
-    done = run_kb("--root", str(kb.root), "check", *args, env={"KB_TODAY": today})
-    return Result(done.returncode, done.stdout, done.stderr)
+check = check_on
 
 
 def source(kb, id_: str = "src-a", published: str | None = None, kind: str = "docs"):

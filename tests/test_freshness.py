@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Result, run_kb
+from conftest import check_on
 
 PAST_NS = 1_600_000_000 * 10**9  # 2020: far older than the racy-clean window, so the store trusts the stats
 GPU_HOUR = (
@@ -19,17 +19,10 @@ ELECTRICITY = "item: electricity\nprovider: Grid\ncommitment: average\nper_kwh: 
 PAST_SHELF_LIFE = "KB620 as_of 2025-01-01 is {age} days old, past the 365-day shelf life of a price"
 
 
-@pytest.fixture(autouse=True)
-def own_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "state"))
-    monkeypatch.delenv("KB_TODAY", raising=False)
+pytestmark = pytest.mark.usefixtures("own_state")
 
 
-def check(kb, *args: str, today: str | None = "2026-06-01") -> Result:
-    """`kb check ARGS` on the day `today` (KB_TODAY; None: unset, the UTC date)."""
-    env = {"KB_TODAY": today} if today is not None else {}
-    done = run_kb("--root", str(kb.root), "check", *args, env=env)
-    return Result(done.returncode, done.stdout, done.stderr)
+check = check_on
 
 
 def price(kb, id_: str = "p", as_of: str = "2025-01-01", fields: str = GPU_HOUR, extra: str = "") -> Path:
