@@ -13,15 +13,15 @@ computed values (Figure), its links and its diagnostics. Nothing here writes a r
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbtools.corpus import Corpus, Record, Settings
 from kbtools.diagnostics import Diagnostic, Severity
-from kbtools.registry.plan import is_date
 
 if TYPE_CHECKING:
     from kbtools.check.run.driver import CheckRun
@@ -149,7 +149,7 @@ class RecordView:
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """What kb check reports in its file."""
-        return [d for d in self._kb.diagnostics if d.path == self.path]
+        return list(self._kb._by_path.get(self.path, ()))
 
     def __repr__(self) -> str:
         return f"<record {self.key}>"
@@ -204,15 +204,27 @@ class KnowledgeBase:
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """What `kb check` reports, in its order (the configuration's severities applied)."""
-        return sorted(self.corpus.diagnostics, key=Diagnostic.sort_key)
+        return list(self._sorted)
+
+    @cached_property
+    def _sorted(self) -> tuple[Diagnostic, ...]:
+        return tuple(sorted(self.corpus.diagnostics, key=Diagnostic.sort_key))
+
+    @cached_property
+    def _by_path(self) -> dict[str, list[Diagnostic]]:
+        """Each file's findings, in kb check's order: read by every record's view, so sorted and grouped once."""
+        found: dict[str, list[Diagnostic]] = {}
+        for d in self._sorted:
+            found.setdefault(d.path, []).append(d)
+        return found
 
     @property
     def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+        return [d for d in self._sorted if d.severity is Severity.ERROR]
 
     @property
     def warnings(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.severity is Severity.WARNING]
+        return [d for d in self._sorted if d.severity is Severity.WARNING]
 
     # ------------------------------------------------------------------ the store
     @property
@@ -265,8 +277,7 @@ class KnowledgeBase:
 
     def _canonical_unit(self, type_name: str | None, name: str) -> str | None:
         record_type = self.corpus.registry.types.get(type_name) if type_name else None
-        plan = record_type.plan.properties.get(name) if record_type is not None else None
-        return plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
+        return record_type.canonical_unit(name) if record_type is not None else None
 
     def _quantity_fields(self, type_name: str | None) -> frozenset[str]:
         key = ("quantity", type_name)
@@ -277,24 +288,8 @@ class KnowledgeBase:
         return self._typed[key]
 
     def _date_fields(self, type_name: str | None) -> frozenset[str]:
-        key = ("date", type_name)
-        if key not in self._typed:
-            record_type = self.corpus.registry.types.get(type_name) if type_name else None
-            schema = record_type.inlined_schema if record_type is not None else {}
-            resolver = record_type.resolver if record_type is not None else None
-            self._typed[key] = frozenset(_date_properties(schema, resolver))
-        return self._typed[key]
-
-
-def _date_properties(schema: Any, resolver: Any) -> Iterator[str]:
-    """The top-level properties a schema (its allOf parts included) declares as dates (registry.plan.is_date)."""
-    if not isinstance(schema, dict):
-        return
-    for name, spec in (schema.get("properties") or {}).items():
-        if is_date(spec, resolver):
-            yield name
-    for part in schema.get("allOf") or ():
-        yield from _date_properties(part, resolver)
+        record_type = self.corpus.registry.types.get(type_name) if type_name else None
+        return record_type.date_fields if record_type is not None else frozenset()
 
 
 def _figure(key: str, name: str, value: Any, canonical: str | None) -> Figure:

@@ -450,13 +450,13 @@ def run_mv(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_new(args: argparse.Namespace, settings: Settings) -> int:
     from kbtools.authoring.new import check_sources, new_record
-    from kbtools.check.pipeline import check_corpus
+    from kbtools.check.pipeline import checked_corpus
 
-    corpus = check_corpus(settings, use_cache=True, complete=False)
-    check_sources(corpus, args.source)  # an unknown type, a file that exists, a source that is not there: usage
-    path, said = new_record(
-        settings, corpus, args.type, args.name, args.source, args.id, args.force, args.from_config, args.set
-    )
+    with checked_corpus(settings, use_cache=True, complete=False) as corpus:
+        check_sources(corpus, args.source)  # an unknown type, a file that exists, a source that is not there: usage
+        path, said = new_record(
+            settings, corpus, args.type, args.name, args.source, args.id, args.force, args.from_config, args.set
+        )
     print(f"wrote {path.relative_to(settings.root).as_posix()} (a draft: fill it in, then kb check)", *said, sep="\n")
     return EXIT_OK
 

@@ -66,8 +66,8 @@ from kbtools.corpus import Settings
 from kbtools.index import QUALIFIED
 from kbtools.interop.quantity import KbQuantity
 from kbtools.lang.units import QuantityError, parse_unit
+from kbtools.registry.loader import SCHEMA_SUFFIX
 
-SCHEMA_SUFFIX = ".schema.json"
 PLACEHOLDER = "KbQuantityPlaceholder"
 QUANTITY_MODULE = "kbtools.interop.quantity"
 # a placeholder where the generator wrote it, by its name or by a dotted path to it (nothing else has the name)

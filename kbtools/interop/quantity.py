@@ -34,7 +34,7 @@ import pint
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError, core_schema
 
-from kbtools.lang.units import QuantityError, parse_unit, parse_written
+from kbtools.lang.units import QuantityError, check_dimension, parse_unit, parse_written
 
 PintQuantity = pint.Quantity  # the class every registry's quantities are instances of
 
@@ -120,10 +120,12 @@ class KbQuantity:
             raise _refusal(exc) from None
 
     def checked(self, value: pint.Quantity) -> pint.Quantity:
-        if self.unit not in (None, "*", "") and not value.is_compatible_with(parse_unit(self.unit)):
-            raise PydanticCustomError(
-                "kb_quantity", "{value} is not in the dimension of {unit}", {"value": str(value), "unit": self.unit}
-            )
+        """The figure, when it is in the field's dimension; else kb check's own KB402 words."""
+        if self.unit not in (None, "*", ""):
+            try:
+                check_dimension(value, self.unit)
+            except QuantityError as exc:
+                raise _refusal(exc) from None
         return value
 
     def _canonical(self, raw: Any) -> str | None:
@@ -133,7 +135,8 @@ class KbQuantity:
         return self.unit
 
     def _preferred(self, values: list[CompetingValue]) -> pint.Quantity:
-        read = [parse_written(v.model_dump(exclude_none=True), self._canonical(v.model_dump())) for v in values]
+        dumped = [v.model_dump(exclude_none=True) for v in values]
+        read = [parse_written(raw, self._canonical(raw)) for raw in dumped]
         preferred = [w for w in read if w.rank == "preferred"]
         if len(preferred) != 1:
             raise PydanticCustomError(

@@ -53,9 +53,7 @@ _GRAPHML_MARK = re.compile(rb"\A<\?xml [^>]*\?>\n<!-- kb export ")
 
 
 def _canonical(corpus: Corpus, type_name: str, field: str) -> str | None:
-    record_type = corpus.registry.types[type_name]
-    plan = record_type.plan.properties.get(field)
-    return plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
+    return corpus.registry.types[type_name].canonical_unit(field)
 
 
 def _spread(value, units) -> dict[str, Any] | None:

@@ -137,6 +137,7 @@ class ChoiceOrder:
 class Plan:
     record: Record
     over: str
+    over_var: str  # the name one option goes by in the formulas: `tier` for `tiers`
     rank_by: str
     figures: tuple[Figure, ...]  # of the node, one each
     options: tuple[Option, ...]  # best first
@@ -384,7 +385,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
         for field in record.mapping("inputs")
         if (order := _choice_order(record, field, rank_by, ranked, [*node, *(f for o in ranked for f in o.figures)]))
     )
-    return Plan(record, over, rank_by, tuple(node), ranked, diagnostics, choices)
+    return Plan(record, over, over_var, rank_by, tuple(node), ranked, diagnostics, choices)
 
 
 def _choice_order(

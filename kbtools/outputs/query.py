@@ -164,9 +164,9 @@ def _value(corpus: Corpus, record: Record, column: str) -> Any:
     if value is not None and value.quantity is not None:
         figure = _end(value, end)
         record_type = corpus.registry.types.get(record.type)
-        plan = record_type.plan.properties.get(field) if record_type else None
-        if plan is not None and plan.quantity not in (None, "*"):
-            return figure.to(parse_unit(plan.quantity))  # one unit per column, whatever each record wrote
+        unit = record_type.canonical_unit(field) if record_type else None
+        if unit is not None:
+            return figure.to(parse_unit(unit))  # one unit per column, whatever each record wrote
         return figure
     if value is not None and value.rows is not None:  # a per-row figure: each row's, at the end asked
         return Rows(tuple((row, _end(v, end)) for row, v in value.rows if v.quantity is not None))

@@ -246,6 +246,7 @@ def _record_type(
         envelope=tuple(envelope),
         shelf_life=value_of("x-kb-shelf-life", contents, context),
         require=value_of("x-kb-require", contents, context),
+        date_fields=context.date_fields,
     )
     return record_type, context
 

@@ -68,6 +68,14 @@ class RecordType:
     shelf_life: tuple[dict, ...] = ()
     # x-kb-require's well-formed rules; an ill-formed one is KB210 at the schema and judges no record
     require: tuple[Requirement, ...] = ()
+    # the top-level fields its schema (and those it allOf-$refs) declares as dates (registry.plan.is_date)
+    date_fields: frozenset[str] = frozenset()
+
+    def canonical_unit(self, field: str) -> str | None:
+        """The one unit a quantity field's figures are read and shown in (x-kb-quantity); None for a field that is
+        no quantity, or one of any unit ('*')."""
+        plan = self.plan.properties.get(field)
+        return plan.quantity if plan is not None and plan.quantity not in (None, "*") else None
 
     @cached_property
     def inlined_schema(self) -> Any:

@@ -84,8 +84,7 @@ def _default_unit(record_type: Any, name: str, raw: Any) -> str | None:
     number = raw.get("value") if isinstance(raw, dict) else raw
     if not isinstance(number, (int, float)) or isinstance(number, bool):
         return None
-    plan = record_type.plan.properties.get(name) if record_type else None
-    return plan.quantity if plan is not None and plan.quantity not in (None, "*") else ""
+    return (record_type.canonical_unit(name) if record_type else None) or ""
 
 
 MAX_CHOICES = 40  # alternatives offered per reference input: enough to explore, pages stay small

@@ -63,16 +63,6 @@ def ranking_view(site: SiteContext, page: str, record: Record, record_type: Reco
     compared = list(dict.fromkeys(f.name for ranked in found.options for f in ranked.compared))
     labels = {f.name: f.label for ranked in found.options for f in (*ranked.compared, *ranked.option.figures)}
     labels.update({f.name: f.label for f in plan.figures})
-    each = next(  # the name of one option: `tier` for `tiers`
-        (
-            var
-            for spec in record.costs.values()
-            if isinstance(spec, dict) and isinstance(spec.get("for_each"), dict)
-            for var, listed in spec["for_each"].items()
-            if listed == plan.over
-        ),
-        plan.over,
-    )
     rows = []
     for ranked in found.options:
         option, figures = ranked.option, {f.name: f for f in ranked.compared}
@@ -96,7 +86,7 @@ def ranking_view(site: SiteContext, page: str, record: Record, record_type: Reco
         "title": f"{plan.over[:1].upper()}{plan.over[1:]}, best first",
         "said": found.heading,
         "command": f"kb plan {record.key}",
-        "option": each,
+        "option": plan.over_var,
         "rank_by": {"name": plan.rank_by, "label": labels.get(plan.rank_by, "")},
         "compared": [{"name": n, "label": labels.get(n, "")} for n in compared],
         "rows": rows,
