@@ -33,6 +33,12 @@ REQUIREMENT_CODES = frozenset({"KB202", "KB204", "KB308"})
 
 E, W = Severity.ERROR, Severity.WARNING
 
+# The words with which a finding says it reads a record's field that kb refused (a unit error, an impossible figure),
+# written by the stages that find it (KB511, KB621) and read back by the report, which lists such a finding under
+# the refusal (kbtools.outputs.report): one spelling for both sides
+REFUSED_OR_DERIVED = "kb refused it, or a figure it is derived from"  # KB511: "dir/id has no FIELD (...)"
+WHICH_KB_REFUSED = "which kb refused"  # KB621: "it reads dir/id.FIELD, which kb refused"
+
 CODES: dict[str, Code] = {
     # load: files and frontmatter
     "KB100": Code(E, "The file is not valid UTF-8.", "records/models/x.md:3:7: error KB100 invalid UTF-8 byte 0xff"),

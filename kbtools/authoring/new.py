@@ -25,7 +25,7 @@ from kbtools.diagnostics import UsageError, clipped
 from kbtools.ids import id_problem
 from kbtools.index import did_you_mean, no_record
 from kbtools.lang.formula import FormulaError, parse_formula
-from kbtools.lang.units import magnitude_in, parse_quantity_text
+from kbtools.lang.units import magnitude_in, number_or_text, parse_quantity_text
 from kbtools.registry import FieldPlan, RecordType, TypeRegistry
 from kbtools.registry.annotations import value_of
 from kbtools.registry.plan import is_date
@@ -289,7 +289,7 @@ def given_settings(corpus: Corpus, record_type: RecordType, settings: list[str])
                 raise AuthoringError(f"--set {field_name} names one record, not {len(ids)}")
             given[field_name] = ids if listed else ids[0]
         elif plan.quantity is not None:
-            number = _number(text)
+            number = number_or_text(text)
             bare = isinstance(number, (int, float)) and plan.quantity not in ("1", "*")
             given[field_name] = f"{text} {plan.quantity}" if bare else number
         else:  # a number, a date, true or false as YAML reads them; anything else the text itself
@@ -327,13 +327,6 @@ def _reference(corpus: Corpus, field_name: str, text: str, types: tuple[str, ...
             f"names {article(wanted)} {wanted} record"
         )
     return found.id if corpus.index.resolve(found.id)[0] is found else found.key
-
-
-def _number(text: str) -> Any:
-    try:
-        return int(text) if text.lstrip("-").isdigit() else float(text)
-    except ValueError:
-        return text
 
 
 def guided(

@@ -202,6 +202,11 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
             called.append(_callers(computer, record))
         return _named_records(sentence, linked, called[0])
 
+    def theirs_in(sentence: str, linked: list[str]) -> Callable[[], list[Known]]:
+        """The values of the records a sentence names, read only when a figure disagrees with this record's own
+        (which most do not): so is what prose calls each linked record, the pattern of its names."""
+        return lambda: _theirs(values, about(sentence, linked))
+
     for path, text in text_fields(record.data, _SKIP_KEYS):
         claimed = _claimed_field(path, own)
         for sentence, offset in sentences(text):
@@ -210,7 +215,7 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
             about_another = _about_another(computer, record, linked)
-            theirs = partial(_theirs, values, about(sentence, linked))
+            theirs = theirs_in(sentence, linked)
             for figure, known in _contradictions(figures, sentence, claimed, names, own, about_another, theirs):
                 line, col = _locate(computer, record, path, text, offset + figure.start)
                 found.append(_contradiction(record, line, col, dotted(path), figure, known))
@@ -223,8 +228,7 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 continue
             linked = list(dict.fromkeys(_keys_linked(computer, sentence)))
             about_another = _about_another(computer, record, linked)
-            named = about(sentence, linked)  # linked, then called by a name
-            theirs = partial(_theirs, values, named)
+            theirs = theirs_in(sentence, linked)
             contradicted = {
                 f.start: k for f, k in _contradictions(figures, sentence, None, names, own, about_another, theirs)
             }
@@ -237,6 +241,7 @@ def check_prose(computer, record: Record, fields: dict[str, Any], costs: dict[st
                 if not asks_inline:
                     continue
                 if pool is None:
+                    named = about(sentence, linked)  # linked, then called by a name
                     pool = []
                     for key in named:
                         if key not in names_of:

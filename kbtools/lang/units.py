@@ -353,3 +353,12 @@ def _format_quantity(quantity: pint.Quantity, unit: str | None, significant: int
         unit_text = f"{quantity.units:~P}"
     number = format_number(float(quantity.magnitude), significant)
     return f"{number} {unit_text}".strip()
+
+
+def number_or_text(text: str) -> Any:
+    """A setting as a command line gives it (kb plan KEY=VALUE, kb new --set): a whole or real number, else the
+    text itself ('8 GB', which the record's own reading of a figure then checks)."""
+    try:
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError:
+        return text

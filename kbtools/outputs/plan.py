@@ -36,7 +36,7 @@ from kbtools.check.schema import validate_record
 from kbtools.corpus import Corpus, Record
 from kbtools.diagnostics import UsageError
 from kbtools.index import CorpusIndex, no_record
-from kbtools.lang.units import format_quantity, magnitude_in
+from kbtools.lang.units import format_quantity, magnitude_in, number_or_text
 from kbtools.outputs.cells import csv_text, terminal_text
 from kbtools.outputs.explain import fallbacks_taken, missing_fields
 
@@ -271,18 +271,11 @@ def _quantity(text: str) -> Any:
     """'8192 token', 8192, or a band LOW:VALUE:HIGH."""
     parts = [p.strip() for p in text.split(BAND)]
     if len(parts) == 3:
-        low, value, high = (_number(p) for p in parts)
+        low, value, high = (number_or_text(p) for p in parts)
         return {"value": value, "low": low, "high": high}
     if len(parts) != 1:
         raise PlanError(f"'{text}': write a value, or a band as LOW:VALUE:HIGH")
-    return _number(text)
-
-
-def _number(text: str) -> Any:
-    try:
-        return int(text) if text.lstrip("-").isdigit() else float(text)
-    except ValueError:
-        return text  # 'VALUE UNIT': the record's own reading checks it
+    return number_or_text(text)
 
 
 def make_plan(corpus: Corpus, record: Record) -> Plan:

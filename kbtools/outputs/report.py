@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import quote
 
-from kbtools.diagnostics import CODES, Diagnostic, Severity, one_line
+from kbtools.diagnostics import CODES, REFUSED_OR_DERIVED, WHICH_KB_REFUSED, Diagnostic, Severity, one_line
 from kbtools.version import __version__
 
 
@@ -47,12 +47,12 @@ REFUSING = frozenset(
 # hardware_parameters row naming a refused figure (KB511: "dir/id has no FIELD (kb refused it, ...)"), a ledger
 # case whose prediction reads one (KB621: "it reads dir/id.FIELD, which kb refused")
 LACKING = frozenset({"KB511", "KB621"})
-# their words where the record's figure was refused (kbtools.check.compute.parameters.REFUSED and
-# kbtools.check.compute.ledger.REFUSED), the record and field named in either order of words; a record that
+# their words where the record's figure was refused (kbtools.diagnostics.REFUSED_OR_DERIVED and WHICH_KB_REFUSED),
+# the record and field named in either order of words; a record that
 # writes no such field is said to have none (or to leave it out), and that finding stands alone
 _HAS_NO = re.compile(
-    r" (?:([^\s/]+/[^\s/]+) has no ([A-Za-z_][A-Za-z0-9_]*) \(kb refused it, or a figure it is derived from\)"
-    r"|reads ([^\s/]+/[^\s/]+)\.([A-Za-z_][A-Za-z0-9_]*), which kb refused)$"
+    rf" (?:([^\s/]+/[^\s/]+) has no ([A-Za-z_][A-Za-z0-9_]*) \({re.escape(REFUSED_OR_DERIVED)}\)"
+    rf"|reads ([^\s/]+/[^\s/]+)\.([A-Za-z_][A-Za-z0-9_]*), {re.escape(WHICH_KB_REFUSED)})$"
 )
 _GUESS = re.compile(r" \(did you mean [^)]*\?\)$")
 _NAMES_NO_RECORD = re.compile(r": no record '([^']*)'(?: \(did you mean [^)]*\?\))?$")  # a suggestion may follow

@@ -27,6 +27,7 @@ from kbtools.check.compute.flow import FAILED, QUERY, RAW, ValueFailed
 from kbtools.check.compute.parameters import param_lookup
 from kbtools.check.compute.provenance import derived_value
 from kbtools.corpus import Record
+from kbtools.diagnostics import WHICH_KB_REFUSED
 from kbtools.lang.formula import Formula, FormulaError, MissingName, evaluate, parse_formula
 from kbtools.lang.units import format_quantity
 
@@ -127,7 +128,6 @@ def _evaluated(
 
 # KB621's words for a figure the prediction reads and kb refused: kbtools.outputs.report reads them (`reads
 # dir/id.FIELD, which kb refused` at the end of the message) to list the finding under that refusal
-REFUSED = "which kb refused"
 LEFT_OUT = "which it leaves out (kb plan names it under that workload's figures)"  # the record read
 
 Key = tuple[str, str]  # (record key, value name) as the evaluator memoises a value: a field, or costs.NAME
@@ -147,7 +147,7 @@ def _unread(c: Evaluator, failed: Key) -> str:
     roots = [k for k in read(failed) if memo[k] is FAILED and not any(memo[r] is FAILED for r in read(k))]
     refused = [k for k in roots if not k[1].startswith("costs.")]
     if refused:
-        return f"{_dotted(refused[0])}, {REFUSED}"
+        return f"{_dotted(refused[0])}, {WHICH_KB_REFUSED}"
     for root in roots:  # a figure that failed with nothing it read failing: it reads a field with no value
         absent = _absent(c, root, read, memo)
         if absent is not None:

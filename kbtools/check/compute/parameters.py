@@ -10,6 +10,7 @@ from kbtools.check.compute.values import (
     Value,
 )
 from kbtools.corpus import Record
+from kbtools.diagnostics import REFUSED_OR_DERIVED
 from kbtools.lang.formula import FormulaError, MissingName
 from kbtools.lang.units import (
     QuantityError,
@@ -18,10 +19,6 @@ from kbtools.lang.units import (
 
 if TYPE_CHECKING:
     from kbtools.check.compute.evaluation import Evaluator
-
-# KB511's words for a record that writes the field (or what it is derived from) and kb refused it: the finding
-# follows from that refusal, and kbtools.outputs.report reads these words to list it under it
-REFUSED = "kb refused it, or a figure it is derived from"
 
 
 def param_lookup(c: Evaluator, record: Record, bindings: dict[str, Record], used: dict[str, Value]):
@@ -109,7 +106,7 @@ def hardware_tables(c: Evaluator, record: Record) -> dict[str, dict[str, Value |
             if value is None:
                 # a refused field's finding follows from the refusal (kbtools.outputs.report groups it there)
                 what = (
-                    f"no {field_name}" + (f" ({REFUSED})" if refused else "")
+                    f"no {field_name}" + (f" ({REFUSED_OR_DERIVED})" if refused else "")
                     if field_name
                     else f"a {target.type}, which {parameter.id} is not carried by"
                 )
