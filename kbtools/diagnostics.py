@@ -289,8 +289,8 @@ CODES: dict[str, Code] = {
     ),
     "KB407": Code(
         W,
-        "A figure is stored in a decimal unit (GB) while its note or its cited source's notes give the same number "
-        "in the binary one (GiB): as bytes it is 6.9 % short of what the vendor states.",
+        "A figure is stored in a decimal unit (GB) while the notes of a source it cites give the same number in the "
+        "binary one (GiB): as bytes it is 6.9 % short of what the vendor states.",
         "records/accelerators/x.md:12:10: warning KB407 memory_capacity: source x-spec says 96 GiB, and the record "
         "stores 96 GB, 6.9% fewer bytes; store the quantity as the vendor states it ('96 GiB'), or quote the decimal "
         "figure the vendor gives",
