@@ -127,14 +127,22 @@ class Value:
         shown = format_quantity(self.quantity, unit or self.unit, 4 if self.computed else 6)
         if self.computed or unit is not None:
             return shown
-        written = f"{self.quantity.units:~P}"  # a stated figure's own unit: formatted only where it may be binary
-        if BINARY_PREFIX.match(written):
+        written = _binary_written(self.quantity.units)
+        if written is not None:
             # a vendor's GiB figure is shown as the vendor states it, its decimal bytes beside it
             return f"{format_quantity(self.quantity, written, 6)} ({shown})"
         return shown
 
 
 BINARY_PREFIX = re.compile(r"^[KMGTP]i[Bb]")  # KiB, MiB, GiB ... (and per-second forms)
+
+
+@lru_cache(maxsize=256)
+def _binary_written(units: Any) -> str | None:
+    """A stated figure's own unit as written, where it is binary (GiB, TiB/s): formatted once a unit, as every
+    page shows every figure."""
+    written = f"{units:~P}"
+    return written if BINARY_PREFIX.match(written) else None
 
 
 @lru_cache(maxsize=256)
