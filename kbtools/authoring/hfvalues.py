@@ -120,14 +120,10 @@ _IGNORED = {
     "norm_topk_prob",
 }
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1, "fp8": 1}
-# A checkpoint whose config names float32 (Gemma 2 9B's does) is served in 16 bits on today's GPUs: under vLLM's default
-# dtype "auto", _resolve_auto_dtype replaces float32 by the platform's first supported dtype that the model type allows
-# (https://github.com/vllm-project/vllm/blob/18ec6629253632af0a384f2ffbb8c6b28af322e7/vllm/config/model.py,
-# "# Downcast for float32 models"); CudaPlatformBase.supported_dtypes lists bfloat16 first on NVIDIA GPUs of compute
-# capability 8.0 and later (https://github.com/vllm-project/vllm/blob/1c0d9ecf5bad600df3e001bf642dd48c5ed25cc6/
-# vllm/platforms/cuda.py); older ones get float16, or stay at float32 for the model types vLLM bars from float16
-# (gemma2, gemma3, glm4 among them). Its KV cache takes the model's dtype while cache_dtype is "auto", the default
-# (https://github.com/vllm-project/vllm/blob/c1d86421174a87056edc90a41dc9942391509e84/vllm/config/cache.py).
+# the dtype a checkpoint is served and its KV cached in, where not the config's (SERVED_WHY, which a draft's note
+# quotes); the code read: https://github.com/vllm-project/vllm/blob/18ec6629253632af0a384f2ffbb8c6b28af322e7/vllm/
+# config/model.py, https://github.com/vllm-project/vllm/blob/1c0d9ecf5bad600df3e001bf642dd48c5ed25cc6/vllm/platforms/
+# cuda.py and https://github.com/vllm-project/vllm/blob/c1d86421174a87056edc90a41dc9942391509e84/vllm/config/cache.py
 SERVED_DTYPE = {"float32": "bfloat16"}
 SERVED_WHY = (
     "vLLM serves a float32 checkpoint in bfloat16 on NVIDIA GPUs of compute capability 8.0 and later by default: its "
