@@ -1,5 +1,7 @@
 """kb build without a browser: refusal on errors, --force, atomic output."""
 
+import re
+
 import pytest
 from conftest import KB_SCRIPT, REPO
 
@@ -120,3 +122,19 @@ def test_a_killed_build_leaves_the_previous_site_intact(kb, tmp_path):
     assert again.returncode == 0
     assert not list(out.parent.glob("._build.kb-*"))
     assert "Changed publisher" in (out / "sources" / "source-000001.html").read_text()
+
+
+def test_a_link_to_a_heading_lands_on_it(kb):
+    """[[record#heading]] goes to that heading on the record's page: the link's fragment is the id the heading is
+    given (the fragment was the bare slug, and no heading had an id)."""
+    kb.source()
+    kb.record(
+        "engines", "a", "engine", "kind: serving-engine\n", body="[[src-a]] [[b]]\n\n## Which wins: the hit\n\nText.\n"
+    )
+    kb.record("engines", "b", "engine", "kind: serving-engine\n", body="See [[a#which-wins-the-hit]] and [[src-a]].\n")
+    assert kb.check("--strict").exit_code == 0  # the heading exists (KB305 would say otherwise)
+    assert kb.run("build", "--no-search").exit_code == 0
+    site = kb.root / "site" / "_build" / "engines"
+    href = re.search(r'<a class="wikilink[^"]*" href="a\.html#([^"]+)"', (site / "b.html").read_text())
+    assert href, (site / "b.html").read_text()
+    assert f'id="{href.group(1)}">Which wins: the hit<' in (site / "a.html").read_text()

@@ -20,7 +20,7 @@ from kbtools.registry import RecordType
 from kbtools.site.charts import Bar, FigureCharts, bar_chart, neighbourhood
 from kbtools.site.context import Page, SiteContext, page_path, relative
 from kbtools.site.plan_view import missing_rows, ranking_view
-from kbtools.site.render import safe_url
+from kbtools.site.render import heading_id, safe_url
 
 SECTIONS = ("inputs", "costs", "hardware_parameters", "claims")  # shown in their own sections
 
@@ -253,26 +253,30 @@ def record_view(record: Record) -> dict[str, Any]:
     }
 
 
-_H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
+_HEADING = re.compile(r"<h([2-6])>(.*?)</h\1>", re.S)
 _HIDDEN = re.compile(r'<span class="kb-value-why">.*?</span>', re.S)  # a figure's derivation, shown on hover
 
 
 def body_sections(body: str) -> tuple[str, list[tuple[str, str]]]:
-    """The rendered body with an id on each of its h2 headings, and each heading's (id, text), for the
-    page's contents list. An id starts "s-", apart from the page's own parts and its figures' "v-" rows."""
+    """The rendered body with an id on each of its headings (render.heading_id: where a [[record#Heading]] link
+    goes), and each h2's (id, text), for the page's contents list."""
     sections: list[tuple[str, str]] = []
+    taken: set[str] = set()
 
     def named(match: re.Match[str]) -> str:
-        text = " ".join(html.unescape(re.sub(r"<[^>]*>", "", _HIDDEN.sub("", match.group(1)))).split())
-        slug = "s-" + (re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or str(len(sections) + 1))
+        level, inner = match.group(1), match.group(2)
+        text = " ".join(html.unescape(re.sub(r"<[^>]*>", "", _HIDDEN.sub("", inner))).split())
+        slug = heading_id(text) if heading_id(text) != "s-" else f"s-{len(taken) + 1}"
         unique, n = slug, 1
-        while unique in {id_ for id_, _ in sections}:
+        while unique in taken:
             n += 1
             unique = f"{slug}-{n}"
-        sections.append((unique, text))
-        return f'<h2 id="{unique}">{match.group(1)}</h2>'
+        taken.add(unique)
+        if level == "2":
+            sections.append((unique, text))
+        return f'<h{level} id="{unique}">{inner}</h{level}>'
 
-    return _H2.sub(named, body), sections
+    return _HEADING.sub(named, body), sections
 
 
 def _stated(record: Record, name: str) -> str | None:

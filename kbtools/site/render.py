@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbtools.index import CorpusIndex
-from kbtools.lang.markdown import new_parser, too_large
+from kbtools.lang.markdown import new_parser, slugify, too_large
 
 
 def safe_url(url: str) -> bool:
@@ -66,7 +66,7 @@ class BodyRenderer:
         href = self.href(env["key"], target.key) if target is not None else ""
         if not href:
             return f'<span class="broken-link" title="no such record">{label}</span>'
-        anchor = f"#{meta['anchor'].lower()}" if meta["anchor"] else ""
+        anchor = f"#{heading_id(meta['anchor'])}" if meta["anchor"] else ""
         kind = target.type or "" if target is not None else ""
         return (
             f'<a class="wikilink type-{html.escape(kind)}" href="{html.escape(href + anchor, quote=True)}">{label}</a>'
@@ -97,3 +97,11 @@ class BodyRenderer:
         if href.startswith(("http:", "https:")):
             token.attrSet("rel", "noopener noreferrer nofollow")
         return self.md.renderer.renderToken(tokens, idx, options, env)  # type: ignore[attr-defined]
+
+
+def heading_id(text: str) -> str:
+    """The id a heading of a record's body has on its page (record_page.body_sections), and so the fragment a
+    [[record#heading]] link goes to: the heading's GitHub-style slug (kbtools.lang.markdown.slugify, which an
+    anchor is checked against, KB305) after "s-", so that no heading takes the id of one of the page's own parts or
+    a figure's "v-" row. A slug's slug is itself, so the link's anchor and the heading's text give the same id."""
+    return "s-" + slugify(text)
