@@ -102,9 +102,15 @@ class Option:
     verdict: str | None
     breaches: tuple[str, ...]  # the limits its figures break ("the working set does not fit")
     bottlenecks: tuple[Bottleneck, ...] = ()
-    unpriced: tuple[str, ...] = ()  # why a figure the plan ranks or limits by is missing: the fields it lacks
+    unpriced: tuple[str, ...] = ()  # why a figure the plan limits by is missing: the fields it lacks
     within: tuple[str, ...] = ()  # the limits checked and kept ("tier_fill 0.42"): with breaches and unpriced,
     # every limit of every option is accounted for (a tier without a capacity is never silent about its fit)
+    unranked: str | None = None  # why the figure the plan ranks by is missing ("no ttft: x has no capacity")
+
+    @property
+    def not_priced(self) -> tuple[str, ...]:
+        """Why figures are missing, as kb plan says it: the rank figure's first, then each limit's."""
+        return (self.unranked, *self.unpriced) if self.unranked else self.unpriced
 
 
 @dataclass(frozen=True)
@@ -341,14 +347,23 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
             for figure, named in stages.items()
             if (slowest := slowest_stage(figure, named, per_option, key)) is not None
         )
+
+        def lacks(name: str, key: str = key, target: Record | None = target) -> str:
+            return missing_fields(corpus, index, record, specs, over_var, name, key, target)
+
+        unranked = (
+            f"no {rank_by}: {lacks(rank_by)}" if key not in per_option.get(rank_by, {}) and rank_by in specs else None
+        )
         unpriced = tuple(
-            f"{'no ' + name if name == rank_by else 'not checked (' + limits[name] + ')'}: "
-            + missing_fields(corpus, index, record, specs, over_var, name, key, target)
-            for name in (rank_by, *limits)
+            f"not checked ({limits[name]}): {lacks(name)}"
+            for name in limits
             if key not in per_option.get(name, {}) and name in specs
         )
         if not figures:  # nothing computed at all: say so, and which fields are missing (never only "kb explain")
-            unpriced = tuple("no figures: " + why.partition(": ")[2] for why in unpriced[:1]) + unpriced[1:]
+            if unranked is not None:
+                unranked = "no figures: " + unranked.partition(": ")[2]
+            else:
+                unpriced = tuple("no figures: " + why.partition(": ")[2] for why in unpriced[:1]) + unpriced[1:]
         within = tuple(
             f"{name} {_shown_ratio(per_option[name][key])}"
             for name in limits
@@ -364,6 +379,7 @@ def make_plan(corpus: Corpus, record: Record) -> Plan:
                 bottlenecks,
                 unpriced,
                 within,
+                unranked,
             )
         )
 
@@ -504,8 +520,6 @@ def ranking(corpus: Corpus, record: Record) -> Ranking:
     for n, option in enumerate(plan.options, 1):
         own = {f.name: f for f in option.figures}
         ranked_by = own.get(plan.rank_by)
-        # make_plan lists first the rank figure's absence, when it is absent, then the limits not checked
-        cannot_rank = 1 if ranked_by is None and plan.rank_by in record.costs and option.unpriced else 0
         said = own.get(worded) if isinstance(worded, str) else None
         compared = tuple(
             found for name, _ in (said.value.inputs if said else ()) if (found := own.get(name) or node.get(name))
@@ -515,12 +529,12 @@ def ranking(corpus: Corpus, record: Record) -> Ranking:
                 n,
                 option,
                 ranked_by,
-                option.unpriced[:cannot_rank],
+                (option.unranked,) if option.unranked else (),
                 compared,
                 verdict_line(option),
                 option.breaches,
                 within_line(option),
-                option.unpriced[cannot_rank:],
+                option.unpriced,
                 limited_lines(option),
             )
         )
@@ -544,7 +558,7 @@ def as_json(plan: Plan) -> str:
                 "verdict": o.verdict,
                 "limits_broken": list(o.breaches),
                 "limited_by": [b.data() for b in o.bottlenecks],
-                "not_priced": list(o.unpriced),
+                "not_priced": list(o.not_priced),
                 "within_limits": list(o.within),
                 "figures": {f.name: f.data() for f in o.figures},
             }
@@ -578,7 +592,7 @@ def as_csv(plan: Plan) -> str:
             "verdict": option.verdict or "",
             "limits_broken": "; ".join(option.breaches),
             "limited_by": "; ".join(f"{b.figure}: {b.words}" for b in option.bottlenecks),
-            "not_priced": "; ".join(option.unpriced),
+            "not_priced": "; ".join(option.not_priced),
             **shared,
         }
         for figure in option.figures:
@@ -613,7 +627,7 @@ def as_text(plan: Plan, explain: bool = False) -> str:
         lines.extend(f"     ! {broken}" for broken in option.breaches)
         lines.extend([f"     {within}"] if within else [])
         lines.extend(f"     {limited}" for limited in limited_lines(option))
-        for why in option.unpriced:
+        for why in option.not_priced:
             lines.append(f"     {why}")
         for figure in option.figures:
             lines.extend(_figure_lines(figure, width, "     ", explain))
