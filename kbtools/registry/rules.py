@@ -127,25 +127,18 @@ def require_problems(rule: Any, fields: set[str], type_name: str) -> list[str]:
     ]
     problems.extend(rule_code_problems({**rule, "code": code}, "rule", REQUIREMENT_CODES))
     any_of = rule.get("any_of")
-    if not (isinstance(any_of, list) and any_of and all(isinstance(name, str) for name in any_of)):
-        problems.append(f"rule {code}: any_of lists the fields a record needs one of, not {json_kind(any_of)}")
-    else:
-        problems.extend(
-            f"rule {code}: any_of: '{name}' is not a field of {type_name}"
-            for name in any_of
-            if name.split(".")[0] not in fields  # a dotted name is a key inside an object field
-        )
-    if_any = rule.get("if_any", [])
-    if not (isinstance(if_any, list) and all(isinstance(name, str) for name in if_any)):
-        problems.append(
-            f"rule {code}: if_any lists the fields whose presence makes the rule apply, not {json_kind(if_any)}"
-        )
-    else:
-        problems.extend(
-            f"rule {code}: if_any: '{name}' is not a field of {type_name}"
-            for name in if_any
-            if name.split(".")[0] not in fields
-        )
+    for key, names, lists, may_be_empty in (
+        ("any_of", any_of, "the fields a record needs one of", False),
+        ("if_any", rule.get("if_any", []), "the fields whose presence makes the rule apply", True),
+    ):
+        if not (isinstance(names, list) and (names or may_be_empty) and all(isinstance(n, str) for n in names)):
+            problems.append(f"rule {code}: {key} lists {lists}, not {json_kind(names)}")
+        else:
+            problems.extend(
+                f"rule {code}: {key}: '{name}' is not a field of {type_name}"
+                for name in names
+                if name.split(".")[0] not in fields  # a dotted name is a key inside an object field
+            )
     if "message" in rule and not (isinstance(rule["message"], str) and rule["message"].strip()):
         problems.append(f"rule {code}: message is a sentence saying what the record needs")
     return problems
