@@ -56,6 +56,7 @@ from typing import Any
 from kbtools.check.prose_text import Figure, figures_in, prose_lines, sentences, unit_of
 from kbtools.corpus import FieldPath, Record, dotted, text_fields
 from kbtools.diagnostics import Diagnostic
+from kbtools.lang.markdown import scan_body
 from kbtools.lang.units import format_quantity, unit_registry
 
 _PER_PART = re.compile(
@@ -294,7 +295,8 @@ def _callers(computer, record: Record) -> list[tuple[str, re.Pattern]]:
     record's verdict depends on them."""
     out: list[tuple[str, re.Pattern]] = []
     mine = _called(record.data.get("name"), record.data.get("aliases"), record.id)
-    for key in dict.fromkeys(_keys_linked(computer, " ".join(_LINK_TEXT.findall(record.body or "")))):
+    linked = (computer.resolve(link.target)[0] for link in scan_body(record.body or "").links)  # outside code
+    for key in dict.fromkeys(found.key for found in linked if found is not None):
         if key == record.key:
             continue
         target = computer.corpus.records[key]
@@ -313,9 +315,6 @@ def _any_of(words: tuple[str, ...]) -> re.Pattern:
     """One pattern for any of these names as whole words, longest first: compiled once per set of names, as
     every record linking a record asks for the same set (re's own cache of 512 patterns is too small here)."""
     return re.compile("|".join(map(_whole_word, words)), re.IGNORECASE)
-
-
-_LINK_TEXT = re.compile(r"\[\[[^\]\n]*\]\]")
 
 
 def _called(name: Any, aliases: Any, record_id: str) -> list[str]:
