@@ -1,5 +1,5 @@
 """What kb plan says of a record it plans (a workload), on that record's page: its ranking of the options, best
-first (kbtools.outputs.plan.ranking, in kb plan's words), and a row in each per-option table for an option it has
+first (kbtools.outputs.ranking, in kb plan's words), and a row in each per-option table for an option it has
 no figure for, saying which field of which record is missing."""
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ def missing_rows(site: SiteContext, page: str, record: Record, views: dict[str, 
 
 def ranking_view(site: SiteContext, page: str, record: Record, record_type: RecordType) -> dict[str, Any] | None:
     """A record of a type kb plan plans (a workload): `kb plan RECORD`'s ranking, from the values the
-    checked corpus holds (kbtools.outputs.plan.ranking), best first, each option with its rank figure, the
+    checked corpus holds (kbtools.outputs.ranking), best first, each option with its rank figure, the
     figures its verdict compares, the verdict, its fit and what kb cannot rank it for, in kb plan's words."""
-    from kbtools.outputs.plan import PlanError, ranking
+    from kbtools.outputs.plan import PlanError
+    from kbtools.outputs.ranking import ranking
 
     if not record_type.planning:
         return None
